@@ -1,0 +1,63 @@
+# The two commands a new user runs: `make demo` and `make test`. Everything else is set-up they call.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+JARS   := build/jars
+MVN    ?= mvn
+JVM_GROUPS := $(notdir $(patsubst %/pom.xml,%,$(wildcard jvm/*/pom.xml)))
+UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/build.sh $(wildcard jvm/udf/*.py)
+
+export PYSPARK_PYTHON := $(abspath $(BIN)/python)
+
+.PHONY: all env jars test test-unit lint demo bench-trending bench-hashtags broker clean check-tools
+
+all: env jars
+
+check-tools:
+	@scripts/check-tools
+
+env: check-tools $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+# JVM jars from Maven Central, declared once in jvm/*/pom.xml, copied into build/jars/<group>.
+jars: check-tools $(foreach g,$(JVM_GROUPS),$(JARS)/$(g)/.fetched) $(JARS)/udf/trending-udf.jar
+
+$(JARS)/%/.fetched: jvm/%/pom.xml
+	@echo "fetching JVM jars: $*"
+	@rm -rf $(JARS)/$* && mkdir -p $(JARS)/$*
+	cd jvm/$* && $(MVN) -q -B dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS)/$*)
+	@touch $@
+
+$(JARS)/udf/trending-udf.jar: $(VENV)/.installed $(UDF_SOURCES) | $(JARS)/udf/.fetched
+	bash jvm/udf/build.sh $(abspath $(BIN)/python)
+
+test: env jars
+	$(BIN)/pytest
+
+test-unit: env
+	$(BIN)/pytest tests/unit
+
+lint: env
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+demo: env jars
+	$(BIN)/trending demo
+
+broker: env jars
+	$(BIN)/trending broker
+
+bench-trending: env jars
+	$(BIN)/python bench/trending_bench.py
+
+bench-hashtags: env jars
+	$(BIN)/python bench/hashtags_bench.py
+
+clean:
+	rm -rf build $(VENV) checkpoints data .pytest_cache .mypy_cache .ruff_cache

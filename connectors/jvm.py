@@ -1,0 +1,64 @@
+"""The JVM side of the project: finding Java and the jars ``make jars`` fetched.
+
+Jar groups live in ``build/jars/<group>`` (override the root with ``TRENDING_JARS_DIR``):
+``broker`` (Apache Kafka), ``connectors`` (Spark's Kafka and Avro connectors),
+``udf`` (the project's Spark functions and their runtime dependencies).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from trending.errors import UserError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MIN_JAVA = 17
+
+
+def jars_root() -> Path:
+    """Where ``make jars`` puts the jar groups."""
+    return Path(os.environ.get("TRENDING_JARS_DIR", REPO_ROOT / "build" / "jars"))
+
+
+def require_jars(group: str) -> list[Path]:
+    """The jars of ``group``, or a :class:`UserError` that says to run ``make jars``."""
+    folder = jars_root() / group
+    jars = sorted(folder.glob("*.jar"))
+    if not jars:
+        raise UserError(
+            f"the JVM jars for '{group}' are missing in {folder}: run `make jars` "
+            "(needs Java 17+ and Maven 3; fetches them from Maven Central once)"
+        )
+    return jars
+
+
+def java_executable() -> str:
+    """Path of ``java`` (``JAVA_HOME`` first), checked to be Java 17 or newer."""
+    java_home = os.environ.get("JAVA_HOME")
+    candidate = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not candidate or not Path(candidate).exists():
+        raise UserError(
+            f"Java {MIN_JAVA}+ is needed but `java` was not found: install a JDK "
+            "(e.g. `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME"
+        )
+    version = java_major_version(candidate)
+    if version < MIN_JAVA:
+        raise UserError(
+            f"Java {MIN_JAVA}+ is needed but {candidate} is Java {version}: "
+            "install a newer JDK or point JAVA_HOME at one"
+        )
+    return candidate
+
+
+def java_major_version(java: str) -> int:
+    """The major version ``java -version`` reports (8 for ``1.8.0_x``)."""
+    result = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', result.stderr + result.stdout)
+    if match is None:
+        raise UserError(f"could not read the version of {java}: {result.stderr.strip()[:200]}")
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``trending`` command line; each module has ``register(subparsers)``."""
