@@ -1,0 +1,176 @@
+"""Partition eviction: deleting whole partitions of a partitioned window to bound memory.
+
+Limits (SPL names in brackets), checked after every tuple insertion and, for the age limit,
+also at every clock instant a partition's age runs out:
+
+* :class:`PartitionAge` ``partitionAge(n)``: a partition whose last insertion was at ``L`` is
+  over age from the clock instant ``L + age_ms`` on.
+* :class:`PartitionCount` ``partitionCount(c)``: over while there are more than ``c``
+  partitions; partitions are deleted until there are ``c``.
+* :class:`TupleCount` ``tupleCount(t)``: over while the partitions hold more than ``t`` tuples
+  in total; partitions are deleted until they hold at most ``t``.
+
+Selection: LRU (the default) picks the least recently inserted-into partitions first (all
+partitions over age for the age limit); an operator-defined ``selector`` receives every
+partition as :class:`PartitionInfo`, least recently used first, and returns the keys to evict.
+While the limit is still exceeded the selector is asked again; a selector that returns nothing
+leaves the window over its limit until the next check. Chosen partitions fire
+``partition_select`` each, then ``partition_evict`` each, and are deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from trending.windows.spl.events import EventKind, PartitionKey, Record, WindowEvent
+from trending.windows.spl.policies import seconds_to_ms
+from trending.windows.spl.state import WindowState
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """What a selector sees of a partition: key, tuple count, last insertion, content."""
+
+    key: PartitionKey
+    size: int
+    last_insert_ms: int
+    tuples: tuple[Record, ...]
+
+
+Selector: TypeAlias = Callable[[Sequence[PartitionInfo]], Iterable[PartitionKey]]
+"""An operator-defined selection: partitions (LRU first) -> keys to evict."""
+
+
+@dataclass(frozen=True)
+class PartitionAge:
+    """``partitionAge``: delete a partition not inserted into for ``age_ms`` milliseconds."""
+
+    age_ms: int
+
+    def __post_init__(self) -> None:
+        _check_positive("partition age", self.age_ms)
+
+    @classmethod
+    def seconds(cls, seconds: float) -> PartitionAge:
+        """``partitionAge(seconds)`` as SPL writes it; a whole number of ms."""
+        return cls(seconds_to_ms(seconds))
+
+    def exceeded(self, infos: Sequence[PartitionInfo], now_ms: int) -> bool:
+        return any(self._old(info, now_ms) for info in infos)
+
+    def lru(self, infos: Sequence[PartitionInfo], now_ms: int) -> list[PartitionKey]:
+        return [info.key for info in infos if self._old(info, now_ms)]
+
+    def next_due(self, infos: Iterable[PartitionInfo], now_ms: int) -> int | None:
+        """The first instant after ``now_ms`` at which some partition gets over age."""
+        dues = [info.last_insert_ms + self.age_ms for info in infos]
+        return min((due for due in dues if due > now_ms), default=None)
+
+    def _old(self, info: PartitionInfo, now_ms: int) -> bool:
+        return info.last_insert_ms + self.age_ms <= now_ms
+
+
+@dataclass(frozen=True)
+class PartitionCount:
+    """``partitionCount``: keep at most ``count`` partitions."""
+
+    count: int
+
+    def __post_init__(self) -> None:
+        _check_positive("partition count", self.count)
+
+    def exceeded(self, infos: Sequence[PartitionInfo], now_ms: int) -> bool:
+        return len(infos) > self.count
+
+    def lru(self, infos: Sequence[PartitionInfo], now_ms: int) -> list[PartitionKey]:
+        return [info.key for info in infos[: max(0, len(infos) - self.count)]]
+
+
+@dataclass(frozen=True)
+class TupleCount:
+    """``tupleCount``: keep at most ``tuples`` tuples across all partitions."""
+
+    tuples: int
+
+    def __post_init__(self) -> None:
+        _check_positive("tuple count", self.tuples)
+
+    def exceeded(self, infos: Sequence[PartitionInfo], now_ms: int) -> bool:
+        return sum(info.size for info in infos) > self.tuples
+
+    def lru(self, infos: Sequence[PartitionInfo], now_ms: int) -> list[PartitionKey]:
+        total, chosen = sum(info.size for info in infos), []
+        for info in infos:
+            if total <= self.tuples:
+                break
+            chosen.append(info.key)
+            total -= info.size
+        return chosen
+
+
+PartitionLimit: TypeAlias = PartitionAge | PartitionCount | TupleCount
+
+
+@dataclass(frozen=True)
+class PartitionEviction:
+    """A partition eviction policy: a limit and a selection (``None`` selector means LRU)."""
+
+    limit: PartitionLimit
+    selector: Selector | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.limit, PartitionAge | PartitionCount | TupleCount):
+            raise ValueError(f"not a partition eviction limit: {self.limit!r}")
+
+    def next_due(self, state: WindowState) -> int | None:
+        """The next clock instant at which the age limit needs a check, if any."""
+        if not isinstance(self.limit, PartitionAge):
+            return None
+        return self.limit.next_due(partition_infos(state), state.now_ms)
+
+
+def partition_infos(state: WindowState) -> list[PartitionInfo]:
+    """Every partition, least recently inserted-into first."""
+    parts = sorted(state.partitions.items(), key=lambda item: item[1].last_seq)
+    return [PartitionInfo(key, p.size, p.last_insert_ms, p.content()) for key, p in parts]
+
+
+def evict_partitions(state: WindowState, policy: PartitionEviction, out: list[WindowEvent]) -> None:
+    """Delete partitions while ``policy.limit`` is exceeded, appending their events to ``out``."""
+    for _ in range(len(state.partitions)):
+        infos = partition_infos(state)
+        if not policy.limit.exceeded(infos, state.now_ms):
+            return
+        chosen = _select(policy, infos, state.now_ms)
+        if not chosen:
+            return
+        _delete(state, chosen, out)
+
+
+def _select(
+    policy: PartitionEviction, infos: Sequence[PartitionInfo], now_ms: int
+) -> list[PartitionKey]:
+    if policy.selector is None:
+        return policy.limit.lru(infos, now_ms)
+    known = {info.key for info in infos}
+    chosen = list(dict.fromkeys(policy.selector(infos)))
+    unknown = [key for key in chosen if key not in known]
+    if unknown:
+        raise ValueError(f"partition selector returned unknown partitions {unknown!r}")
+    return chosen
+
+
+def _delete(state: WindowState, keys: Sequence[PartitionKey], out: list[WindowEvent]) -> None:
+    for kind in (EventKind.PARTITION_SELECT, EventKind.PARTITION_EVICT):
+        for key in keys:
+            content = state.partitions[key].content()
+            out.append(WindowEvent(kind, key, content, state.now_ms))
+    for key in keys:
+        del state.partitions[key]
+
+
+def _check_positive(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")

@@ -1,0 +1,260 @@
+"""Window specs: JSON-able dicts that describe an SPL window, parsed and validated.
+
+Form (times in seconds, as SPL writes them)::
+
+    {"kind": "tumbling" | "sliding",
+     "evict": POLICY,                      # required
+     "trigger": POLICY,                    # sliding only, required there
+     "partition_by": "attribute",          # optional: partition key = tuple[attribute]
+     "partition_eviction": {"age": S} | {"count": C} | {"tuples": T},
+                                           # + optional "select": "lru" (default) | "operator"
+     "summaries": {NAME: SUMMARY, ...},    # tumbling only
+     "keep_tuples": true}                  # tumbling only; false keeps counts and summaries
+
+    POLICY  = {"count": N} | {"delta": {"attribute": A, "size": S}} | {"time": SECONDS}
+              | "punct" | {"punct": true}
+    SUMMARY = "count" | {"sum": A} | {"min": A} | {"max": A} | {"mean": A}
+              | {"top_k": {"attribute": A, "k": K}}
+
+A bad spec raises :class:`SpecError` whose message starts with the field's path, e.g.
+``evict.count: must be a positive integer, got 0``. ``"select": "operator"`` needs the
+selector function passed to :func:`parse_spec` (selectors are code, not data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from trending.windows.spl import summarizers as summ
+from trending.windows.spl.events import InputError, PartitionKey, Record
+from trending.windows.spl.partitioned import (
+    PartitionAge,
+    PartitionCount,
+    PartitionEviction,
+    PartitionLimit,
+    Selector,
+    TupleCount,
+)
+from trending.windows.spl.policies import Count, Delta, Policy, Punct, Time, seconds_to_ms
+from trending.windows.spl.sliding import SlidingWindow
+from trending.windows.spl.summarizers import Summarizer
+from trending.windows.spl.tumbling import TumblingWindow
+from trending.windows.spl.window import WindowLogic
+
+_FIELDS = {
+    "tumbling": {"kind", "evict", "partition_by", "partition_eviction", "summaries", "keep_tuples"},
+    "sliding": {"kind", "evict", "trigger", "partition_by", "partition_eviction"},
+}
+_ATTRIBUTE_SUMMARIES: dict[str, Callable[[str], Summarizer]] = {
+    "sum": summ.Sum,
+    "min": summ.Min,
+    "max": summ.Max,
+    "mean": summ.Mean,
+}
+
+
+class SpecError(ValueError):
+    """A window spec that cannot be used; the message names the offending field."""
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A parsed spec: the window configuration and the partitioning attribute."""
+
+    window: TumblingWindow | SlidingWindow
+    partition_by: str | None = None
+
+    def build(self, snapshot: Mapping[str, Any] | None = None) -> WindowLogic:
+        """A running window (continuing from ``snapshot`` if given)."""
+        return self.window.build(snapshot)
+
+    def partition_of(self, record: Record) -> PartitionKey:
+        """The partition key of ``record``: ``None`` unless the spec has ``partition_by``."""
+        if self.partition_by is None:
+            return None
+        if self.partition_by not in record:
+            raise InputError(f"tuple has no partition attribute {self.partition_by!r}")
+        key = record[self.partition_by]
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            raise InputError(f"partition attribute {self.partition_by!r} must be a scalar")
+        return key
+
+
+def parse_spec(raw: object, selector: Selector | None = None) -> WindowSpec:
+    """Validate ``raw`` and build its :class:`WindowSpec`; :class:`SpecError` if it is bad."""
+    spec = _mapping(raw, "spec")
+    kind = spec.get("kind")
+    if not isinstance(kind, str) or kind not in _FIELDS:
+        raise SpecError(f"kind: must be 'tumbling' or 'sliding', got {kind!r}")
+    _no_unknown(spec, _FIELDS[kind], "spec", f"a {kind} window")
+    partition_by = _partition_by(spec.get("partition_by"))
+    eviction = _partition_eviction(spec.get("partition_eviction"), partition_by, selector)
+    evict = _policy(_required(spec, "evict"), "evict")
+    if kind == "sliding":
+        trigger = _policy(_required(spec, "trigger"), "trigger")
+        window: TumblingWindow | SlidingWindow = _sliding(evict, trigger, eviction)
+    else:
+        window = _tumbling(spec, evict, eviction)
+    return WindowSpec(window, partition_by)
+
+
+def _sliding(evict: Policy, trigger: Policy, eviction: PartitionEviction | None) -> SlidingWindow:
+    for path, policy in (("evict", evict), ("trigger", trigger)):
+        if isinstance(policy, Punct):
+            raise SpecError(
+                f"{path}: a sliding window cannot evict or trigger on punctuation "
+                "(only tumbling windows can)"
+            )
+    return SlidingWindow(evict, trigger, eviction)
+
+
+def _tumbling(
+    spec: Mapping[str, Any], evict: Policy, eviction: PartitionEviction | None
+) -> TumblingWindow:
+    keep = spec.get("keep_tuples", True)
+    if not isinstance(keep, bool):
+        raise SpecError(f"keep_tuples: must be true or false, got {keep!r}")
+    summaries = _summaries(spec.get("summaries", {}))
+    return TumblingWindow(evict, eviction, summaries, keep)
+
+
+def _policy(raw: object, path: str) -> Policy:
+    if raw == "punct":
+        return Punct()
+    body = _mapping(raw, path)
+    if len(body) != 1:
+        raise SpecError(f"{path}: give exactly one of count, delta, time, punct; got {raw!r}")
+    ((name, value),) = body.items()
+    here = f"{path}.{name}"
+    if name == "count":
+        return Count(_positive_int(value, here))
+    if name == "delta":
+        return _delta(value, here)
+    if name == "time":
+        return Time(_positive_ms(value, here))
+    if name == "punct" and value in (True, {}):
+        return Punct()
+    raise SpecError(f"{path}: unknown policy {name!r} (use count, delta, time or punct)")
+
+
+def _delta(raw: object, path: str) -> Delta:
+    body = _mapping(raw, path)
+    _no_unknown(body, {"attribute", "size"}, path, "a delta policy")
+    attribute, size = _required(body, "attribute", path), _required(body, "size", path)
+    if not isinstance(attribute, str) or not attribute:
+        raise SpecError(f"{path}.attribute: must be a non-empty string, got {attribute!r}")
+    if isinstance(size, bool) or not isinstance(size, int | float) or not 0 <= size < 1e300:
+        raise SpecError(f"{path}.size: must be a number >= 0, got {size!r}")
+    return Delta(attribute, size)
+
+
+def _partition_by(raw: object) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise SpecError(f"partition_by: must be an attribute name, got {raw!r}")
+    return raw
+
+
+def _partition_eviction(
+    raw: object, partition_by: str | None, selector: Selector | None
+) -> PartitionEviction | None:
+    if raw is None:
+        return None
+    path = "partition_eviction"
+    if partition_by is None:
+        raise SpecError(f"{path}: needs partition_by (only partitioned windows evict partitions)")
+    body = _mapping(raw, path)
+    _no_unknown(body, {"age", "count", "tuples", "select"}, path, "partition eviction")
+    limits = [name for name in ("age", "count", "tuples") if name in body]
+    if len(limits) != 1:
+        raise SpecError(f"{path}: give exactly one of age, count, tuples; got {sorted(body)}")
+    limit = _limit(limits[0], body[limits[0]], f"{path}.{limits[0]}")
+    return PartitionEviction(limit, _selection(body.get("select", "lru"), selector))
+
+
+def _limit(name: str, value: object, path: str) -> PartitionLimit:
+    if name == "age":
+        return PartitionAge(_positive_ms(value, path))
+    if name == "count":
+        return PartitionCount(_positive_int(value, path))
+    return TupleCount(_positive_int(value, path))
+
+
+def _selection(raw: object, selector: Selector | None) -> Selector | None:
+    path = "partition_eviction.select"
+    if raw == "lru":
+        return None
+    if raw == "operator":
+        if selector is None:
+            raise SpecError(f"{path}: 'operator' needs a selector function passed in code")
+        return selector
+    raise SpecError(f"{path}: must be 'lru' or 'operator', got {raw!r}")
+
+
+def _summaries(raw: object) -> dict[str, Summarizer]:
+    body = _mapping(raw, "summaries")
+    return {str(name): _summary(value, f"summaries.{name}") for name, value in body.items()}
+
+
+def _summary(raw: object, path: str) -> Summarizer:
+    if raw == "count":
+        return summ.Count()
+    body = _mapping(raw, path)
+    if len(body) != 1:
+        raise SpecError(f"{path}: give one of count, sum, min, max, mean, top_k; got {raw!r}")
+    ((name, value),) = body.items()
+    if name in _ATTRIBUTE_SUMMARIES:
+        return _ATTRIBUTE_SUMMARIES[name](_attribute(value, f"{path}.{name}"))
+    if name == "top_k":
+        top = _mapping(value, f"{path}.top_k")
+        _no_unknown(top, {"attribute", "k"}, f"{path}.top_k", "top_k")
+        attribute = _attribute(_required(top, "attribute", f"{path}.top_k"), f"{path}.top_k")
+        k = _positive_int(_required(top, "k", f"{path}.top_k"), f"{path}.top_k.k")
+        return summ.TopK(attribute, k)
+    raise SpecError(f"{path}: unknown summary {name!r} (count, sum, min, max, mean, top_k)")
+
+
+def _attribute(raw: object, path: str) -> str:
+    if not isinstance(raw, str) or not raw:
+        raise SpecError(f"{path}: must be an attribute name, got {raw!r}")
+    return raw
+
+
+def _mapping(raw: object, path: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{path}: must be an object, got {raw!r}")
+    return raw
+
+
+def _required(body: Mapping[str, Any], name: str, path: str = "") -> Any:
+    if name not in body:
+        raise SpecError(f"{path + '.' if path else ''}{name}: missing")
+    return body[name]
+
+
+def _no_unknown(body: Mapping[str, Any], known: set[str], path: str, what: str) -> None:
+    unknown = sorted(str(name) for name in body if name not in known)
+    if unknown:
+        raise SpecError(f"{path}: unknown field(s) {unknown} for {what}; known: {sorted(known)}")
+
+
+def _positive_int(raw: object, path: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+        raise SpecError(f"{path}: must be a positive integer, got {raw!r}")
+    return raw
+
+
+def _positive_ms(raw: object, path: str) -> int:
+    """Seconds -> milliseconds, at least 1 ms and a whole number of ms."""
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 < raw < 1e12:
+        raise SpecError(f"{path}: must be a positive number of seconds, got {raw!r}")
+    try:
+        millis = seconds_to_ms(raw)
+    except ValueError as error:
+        raise SpecError(f"{path}: {error}") from error
+    if millis < 1:
+        raise SpecError(f"{path}: must be at least 1 ms, got {raw!r} s")
+    return millis
