@@ -1,0 +1,295 @@
+"""Kafka clients (confluent-kafka / librdkafka): settings, topics, a checked producer, consumers.
+
+Security options (``security.protocol``, ``sasl.*``, ``ssl.*``, ...) come from the user as
+repeatable ``--kafka-option KEY=VALUE`` flags and are passed to every client unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from trending.errors import UserError
+
+BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+Config = dict[str, Any]
+KeyValue = tuple[bytes | None, bytes]
+T = TypeVar("T")
+
+
+class DeliveryError(RuntimeError):
+    """Some produced records were not acknowledged by the broker."""
+
+
+def resolve_bootstrap(value: str | None) -> str:
+    """``value``, else ``$KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:9092``."""
+    return value or os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP
+
+
+def parse_kafka_options(items: Sequence[str] | None) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` as a dict; a :class:`UserError` for an item without ``=``."""
+    options: dict[str, str] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--kafka-option wants KEY=VALUE, got {item!r}")
+        options[key.strip()] = value
+    return options
+
+
+def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--bootstrap-servers`` and the repeatable ``--kafka-option KEY=VALUE``."""
+    parser.add_argument(
+        "--bootstrap-servers",
+        metavar="HOST:PORT[,...]",
+        help=f"Kafka brokers (default: ${BOOTSTRAP_ENV}, else {DEFAULT_BOOTSTRAP})",
+    )
+    parser.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a librdkafka setting for every client, e.g. security.protocol=SASL_SSL (repeatable)",
+    )
+
+
+def kafka_from_args(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    """The bootstrap address and extra client options given by :func:`add_kafka_arguments`."""
+    return resolve_bootstrap(args.bootstrap_servers), parse_kafka_options(args.kafka_option)
+
+
+def client_config(bootstrap: str, extra: Mapping[str, str] | None = None) -> Config:
+    """Settings shared by every client: the brokers plus the user's extra options."""
+    return {"bootstrap.servers": bootstrap, "client.id": "trending", **(extra or {})}
+
+
+def _build(kind: Callable[[Config], T], config: Config) -> T:
+    try:
+        return kind(config)
+    except (KafkaException, ValueError, TypeError) as error:
+        raise UserError(f"invalid Kafka client settings: {error}") from error
+
+
+def admin(bootstrap: str, extra: Mapping[str, str] | None = None) -> AdminClient:
+    """An admin client."""
+    return _build(AdminClient, client_config(bootstrap, extra))
+
+
+def broker_count(client: AdminClient, timeout: float = 10.0) -> int:
+    """How many brokers the cluster has; a :class:`UserError` when it does not answer."""
+    try:
+        return len(client.list_topics(timeout=timeout).brokers)
+    except KafkaException as error:
+        raise UserError(f"no answer from Kafka: {error.args[0]}") from error
+
+
+def ensure_topics(
+    bootstrap: str,
+    topics: Iterable[str],
+    partitions: int = 4,
+    extra: Mapping[str, str] | None = None,
+    *,
+    config: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+) -> list[str]:
+    """Create the missing ``topics``; return the names created.
+
+    The replication factor is ``min(3, brokers)``. A topic another client created meanwhile
+    counts as existing. Waits until every topic has a leader for each partition.
+    """
+    client = admin(bootstrap, extra)
+    wanted = list(dict.fromkeys(topics))
+    metadata = client.list_topics(timeout=timeout)
+    missing = [t for t in wanted if t not in metadata.topics]
+    replicas = min(3, max(1, len(metadata.brokers)))
+    new = [NewTopic(t, partitions, replicas, config=dict(config or {})) for t in missing]
+    created = []
+    for topic, future in client.create_topics(new, request_timeout=timeout).items() if new else ():
+        try:
+            future.result()
+            created.append(topic)
+        except KafkaException as error:
+            if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise UserError(f"could not create topic {topic}: {error.args[0].str()}") from error
+    _wait_for_leaders(client, wanted, timeout)
+    return created
+
+
+def _wait_for_leaders(client: AdminClient, topics: list[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        metadata = client.list_topics(timeout=timeout)
+        pending = [
+            t
+            for t in topics
+            if t not in metadata.topics
+            or metadata.topics[t].error is not None
+            or any(p.leader < 0 for p in metadata.topics[t].partitions.values())
+        ]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise UserError(f"topics have no leader after {timeout:.0f} s: {', '.join(pending)}")
+        time.sleep(0.1)
+
+
+def partition_count(bootstrap: str, topic: str, extra: Mapping[str, str] | None = None) -> int:
+    """The number of partitions of ``topic`` (0 when it does not exist)."""
+    topics = admin(bootstrap, extra).list_topics(topic, timeout=10).topics
+    found = topics.get(topic)
+    return 0 if found is None or found.error is not None else len(found.partitions)
+
+
+class CheckedProducer:
+    """A producer that never loses a failure: :meth:`flush` raises on any delivery error.
+
+    librdkafka reports only failed deliveries (``delivery.report.only.error``), so a clean
+    :meth:`flush` means every record was acknowledged.
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.failed = 0
+        self.errors: list[str] = []
+        self.client: Producer = _build(
+            Producer, {**config, "on_delivery": self._on_delivery, "error_cb": self._on_error}
+        )
+
+    def _on_delivery(self, error: KafkaError | None, message: Any) -> None:
+        if error is not None:
+            self.failed += 1
+            if len(self.errors) < 5:
+                self.errors.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.failed += 1
+            self.errors.append(f"fatal producer error: {error.str()}")
+
+    def produce(
+        self, topic: str, value: bytes, key: bytes | None = None, partition: int = -1
+    ) -> None:
+        """Queue one record, waiting for room in the queue when it is full."""
+        while True:
+            try:
+                self.client.produce(topic, value, key, partition)
+                return
+            except BufferError:
+                self.client.poll(0.05)
+
+    def produce_many(
+        self,
+        topic: str,
+        records: Iterable[KeyValue],
+        *,
+        partitions: int = 0,
+        rate: float | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Queue all ``records``; return how many. Does not flush.
+
+        ``partitions > 0`` spreads records round-robin over that many partitions (else the
+        key decides); ``rate`` caps records per second of wall time; ``progress(n)`` is
+        called every few thousand records with the count so far.
+        """
+        produce, poll, start, count = self.client.produce, self.client.poll, time.monotonic(), 0
+        for key, value in records:
+            part = count % partitions if partitions else -1
+            try:
+                produce(topic, value, key, part)
+            except BufferError:
+                poll(0.05)
+                self.produce(topic, value, key, part)
+            count += 1
+            if count & 0x3FF == 0:
+                poll(0)
+                if progress is not None and count & 0x3FFF == 0:
+                    progress(count)
+            if rate is not None and count % max(1, int(rate) // 50) == 0:
+                _pace(start, count, rate)
+        if progress is not None:
+            progress(count)
+        return count
+
+    def flush(self, timeout: float = 120.0) -> None:
+        """Wait for every queued record; raise :class:`DeliveryError` if any failed."""
+        remaining = self.client.flush(timeout)
+        if remaining:
+            raise DeliveryError(f"{remaining} records still unacknowledged after {timeout:.0f} s")
+        if self.failed:
+            detail = "; ".join(self.errors)
+            raise DeliveryError(f"{self.failed} records failed delivery: {detail}")
+
+
+def _pace(start: float, count: int, rate: float) -> None:
+    ahead = count / rate - (time.monotonic() - start)
+    if ahead > 0:
+        time.sleep(ahead)
+
+
+def producer(
+    bootstrap: str,
+    extra: Mapping[str, str] | None = None,
+    *,
+    compression: str = "lz4",
+    linger_ms: int = 5,
+    transactional_id: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> CheckedProducer:
+    """An idempotent, compressing producer (``settings`` override any default)."""
+    config: Config = {
+        **client_config(bootstrap, extra),
+        "enable.idempotence": True,
+        "compression.type": compression,
+        "linger.ms": linger_ms,
+        "batch.size": 1_000_000,
+        "queue.buffering.max.messages": 500_000,
+        "delivery.report.only.error": True,
+    }
+    if transactional_id is not None:
+        config["transactional.id"] = transactional_id
+    return CheckedProducer({**config, **(settings or {})})
+
+
+def consumer(
+    bootstrap: str,
+    extra: Mapping[str, str] | None = None,
+    *,
+    group_id: str | None = None,
+    from_beginning: bool = True,
+    settings: Mapping[str, Any] | None = None,
+) -> Consumer:
+    """A ``read_committed`` consumer; without ``group_id`` a fresh group that never commits."""
+    config: Config = {
+        **client_config(bootstrap, extra),
+        "group.id": group_id or f"trending-{uuid.uuid4().hex[:12]}",
+        "enable.auto.commit": group_id is not None,
+        "auto.offset.reset": "earliest" if from_beginning else "latest",
+        "isolation.level": "read_committed",
+        "enable.partition.eof": False,
+    }
+    return _build(Consumer, {**config, **(settings or {})})
+
+
+def wait_for_kafka(
+    bootstrap: str, timeout: float = 60.0, extra: Mapping[str, str] | None = None
+) -> None:
+    """Block until a metadata request to ``bootstrap`` lists a broker, else a :class:`UserError`."""
+    client = admin(bootstrap, {"log_level": "0", **(extra or {})})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if client.list_topics(timeout=1.0).brokers:
+                return
+        except KafkaException:
+            pass
+        time.sleep(0.1)
+    raise UserError(f"no Kafka broker answers at {bootstrap} after {timeout:.0f} s")

@@ -1,0 +1,100 @@
+"""Shared fixtures: a Kafka broker for the session and unique topic names per test.
+
+The broker is, in order: ``$KAFKA_BOOTSTRAP_SERVERS``; a container of the official
+``apache/kafka`` image when a Docker engine answers; else the broker from the Maven jars
+(``make jars``) on free ports with a temporary data directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from connectors.broker import LocalBroker, free_port
+from connectors.kafka import BOOTSTRAP_ENV, wait_for_kafka
+
+KAFKA_IMAGE = "apache/kafka:4.1.1"
+
+
+def docker_answers(timeout: float = 2.0) -> bool:
+    """Whether a Docker engine answers a ping within ``timeout`` seconds."""
+    try:
+        import docker  # type: ignore[import-untyped]
+
+        return bool(docker.from_env(timeout=timeout).ping())
+    except Exception:  # no SDK, no socket, no engine: all mean "no Docker"
+        return False
+
+
+def _container_kafka() -> Iterator[str]:
+    """A KRaft broker in ``apache/kafka``, advertised on a fixed free host port.
+
+    testcontainers' ``KafkaContainer`` drives Confluent's cp-kafka start scripts, which the
+    apache/kafka image does not have, so the image is configured through its KAFKA_* env.
+    """
+    from testcontainers.core.container import DockerContainer
+
+    port = free_port()
+    env = {
+        "KAFKA_NODE_ID": "1",
+        "KAFKA_PROCESS_ROLES": "broker,controller",
+        "KAFKA_LISTENERS": "PLAINTEXT://0.0.0.0:9092,CONTROLLER://localhost:9093",
+        "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}",
+        "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093",
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+    }
+    container = DockerContainer(KAFKA_IMAGE).with_bind_ports(9092, port)
+    for key, value in env.items():
+        container = container.with_env(key, value)
+    with container:
+        bootstrap = f"127.0.0.1:{port}"
+        wait_for_kafka(bootstrap, timeout=120)
+        yield bootstrap
+
+
+def _jar_kafka(data_dir: Path) -> Iterator[str]:
+    with LocalBroker(free_port(), data_dir, controller_port=free_port()) as broker:
+        yield broker.bootstrap
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The bootstrap address of a Kafka broker for this test session."""
+    if os.environ.get(BOOTSTRAP_ENV):
+        yield os.environ[BOOTSTRAP_ENV]
+    elif docker_answers():
+        yield from _container_kafka()
+    else:
+        yield from _jar_kafka(tmp_path_factory.mktemp("kafka"))
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``unique_topic(prefix)``: a topic name no other test (or run) uses.
+
+    The name is ``<prefix>-<test name>-<random>``, so ``unique_topic("tweets")`` still maps
+    to the tweet schema by prefix.
+    """
+    test = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name).strip("-")[:40]
+
+    def make(prefix: str) -> str:
+        return f"{prefix}-{test}-{uuid.uuid4().hex[:8]}"
+
+    return make
+
+
+@pytest.fixture
+def topic_factory(unique_topic: Callable[[str], str]) -> Callable[[str], str]:
+    """Another name for :func:`unique_topic`."""
+    return unique_topic

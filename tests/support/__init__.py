@@ -1,0 +1,1 @@
+"""Helpers for tests: no fixtures, no test cases."""

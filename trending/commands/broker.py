@@ -1,0 +1,85 @@
+"""``trending broker``: run a single-node Kafka broker from the jars until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from connectors.broker import DEFAULT_DATA_DIR, DEFAULT_PORT, BrokerError, LocalBroker
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "broker",
+        help="run a local single-node Kafka broker (Apache Kafka 4.1.1, KRaft)",
+        description=(
+            "Run Apache Kafka 4.1.1 (KRaft, broker and controller in one JVM) from the jars of "
+            "`make jars`. Prints the bootstrap address on stdout once a client gets metadata; "
+            "logs go to DIR/logs/server.log. Ctrl-C or SIGTERM stops it cleanly."
+        ),
+    )
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="client port (9092)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        metavar="DIR",
+        help="topics, cluster id, config and logs; kept across restarts "
+        f"(default: {DEFAULT_DATA_DIR})",
+    )
+    parser.add_argument(
+        "--controller-port",
+        type=int,
+        metavar="N",
+        help="KRaft controller port (default: PORT+1, or a free one if taken)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=90.0, metavar="S", help="seconds to wait for start-up (90)"
+    )
+    parser.set_defaults(handler=run)
+
+
+class _Stop(Exception):
+    """Raised in the main thread by SIGTERM/SIGINT."""
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stop(signum)
+
+
+def run(args: argparse.Namespace) -> int:
+    broker = LocalBroker(args.port, args.data_dir, args.controller_port)
+    previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    started = time.monotonic()
+    try:
+        broker.start()
+        broker.wait_ready(args.timeout)
+        print(broker.bootstrap, flush=True)
+        print(
+            f"kafka broker ready in {time.monotonic() - started:.1f} s "
+            f"(data {broker.data_dir}, log {broker.log_file}); Ctrl-C stops it",
+            file=sys.stderr,
+            flush=True,
+        )
+        code = broker.wait()
+        raise BrokerError(f"the Kafka broker exited (code {code})\n{broker.log_tail()}")
+    except _Stop:
+        _ignore_signals()
+        print("stopping kafka broker ...", file=sys.stderr, flush=True)
+        broker.stop()
+        return 0
+    finally:
+        _ignore_signals()
+        broker.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _ignore_signals() -> None:
+    """A second Ctrl-C must not interrupt the clean shutdown."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)

@@ -1,0 +1,173 @@
+"""``trending produce tweets``: write generated (or replayed) tweets to Kafka as Avro."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from connectors.avro import REGISTRY_ENV, resolve_registry_url
+from connectors.kafka import DeliveryError, add_kafka_arguments, kafka_from_args
+from trending.durations import parse_duration_ms
+from trending.errors import UserError
+from trending.generate import generate_tweets, produce_tweets, read_jsonl
+
+MAX_REPORTED_BAD_LINES = 20
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("produce", help="write test data to Kafka")
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
+    tweets = kinds.add_parser(
+        "tweets",
+        help="synthetic tweets (Zipf hashtags, bursts, out-of-order) or --from-jsonl",
+        description="Write tweets as Avro to a topic (created when missing). Generated tweets "
+        "are deterministic given --seed and --start-ms.",
+    )
+    tweets.add_argument("--topic", default="tweets", metavar="TOPIC", help="target topic (tweets)")
+    tweets.add_argument(
+        "--partitions", type=int, metavar="P", default=4, help="when creating the topic (4)"
+    )
+    tweets.add_argument(
+        "--count", type=int, metavar="N", default=100_000, help="tweets to generate (100000)"
+    )
+    tweets.add_argument("--from-jsonl", type=Path, metavar="FILE", help="replay a JSON-lines file")
+    tweets.add_argument(
+        "--rate", type=float, metavar="R", help="cap in tweets/s of wall time (no cap)"
+    )
+    tweets.add_argument("--seed", type=int, metavar="S", default=1, help="random seed (1)")
+    tweets.add_argument(
+        "--start-ms", type=int, metavar="T", help="first event time (default: to end now)"
+    )
+    tweets.add_argument(
+        "--events-per-second",
+        type=float,
+        metavar="E",
+        default=1000.0,
+        help="event-time rate (1000)",
+    )
+    tweets.add_argument("--jitter", default="2s", metavar="D", help="max out-of-order delay (2s)")
+    tweets.add_argument(
+        "--vocabulary", type=int, metavar="V", default=50_000, help="hashtags (50000)"
+    )
+    tweets.add_argument(
+        "--zipf-s", type=float, metavar="S", default=1.1, help="Zipf exponent (1.1)"
+    )
+    tweets.add_argument(
+        "--users", type=int, metavar="U", default=100_000, help="distinct users (100000)"
+    )
+    tweets.add_argument(
+        "--burst-every", default="10m", metavar="D", help="a new trending tag every (10m)"
+    )
+    tweets.add_argument("--burst-length", default="3m", metavar="D", help="of event time (3m)")
+    tweets.add_argument(
+        "--burst-share", type=float, metavar="F", default=0.3, help="of tags in a burst (0.3)"
+    )
+    tweets.add_argument(
+        "--schema-registry-url",
+        metavar="URL",
+        help=f"write the Confluent wire format (default: ${REGISTRY_ENV}; none: plain Avro)",
+    )
+    tweets.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    add_kafka_arguments(tweets)
+    tweets.set_defaults(handler=run_tweets)
+
+
+def run_tweets(args: argparse.Namespace) -> int:
+    bootstrap, extra = kafka_from_args(args)
+    bad = _BadLines(MAX_REPORTED_BAD_LINES, quiet=args.quiet)
+    if args.from_jsonl is not None:
+        tweets: Iterable[Mapping[str, Any]] = _replay(args.from_jsonl, bad)
+        total = None
+    else:
+        tweets, total = _generated(args), args.count
+    started = time.monotonic()
+    with _progress(total, quiet=args.quiet or not sys.stderr.isatty()) as advance:
+        try:
+            count = produce_tweets(
+                bootstrap,
+                args.topic,
+                tweets,
+                extra=extra,
+                registry_url=resolve_registry_url(args.schema_registry_url),
+                partitions=args.partitions,
+                rate=args.rate,
+                progress=advance,
+            )
+        except DeliveryError as error:
+            raise UserError(f"producing to {args.topic} failed: {error}") from error
+    seconds = time.monotonic() - started
+    if not args.quiet:
+        rate = count / seconds if seconds > 0 else float("inf")
+        print(f"produced {count} tweets to {args.topic} in {seconds:.2f} s ({rate:,.0f}/s)")
+        if args.from_jsonl is not None:
+            print(f"skipped {bad.count} bad lines of {args.from_jsonl}")
+    return 0
+
+
+def _generated(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    if args.count < 0:
+        raise UserError("--count must be >= 0")
+    try:
+        return generate_tweets(
+            args.seed,
+            args.count,
+            start_ms=args.start_ms,
+            events_per_second=args.events_per_second,
+            jitter_ms=parse_duration_ms(args.jitter),
+            vocabulary=args.vocabulary,
+            zipf_s=args.zipf_s,
+            users=args.users,
+            burst_every_ms=parse_duration_ms(args.burst_every),
+            burst_length_ms=parse_duration_ms(args.burst_length),
+            burst_share=args.burst_share,
+        )
+    except ValueError as error:
+        raise UserError(str(error)) from error
+
+
+class _BadLines:
+    """Counts bad input lines and prints the first few to stderr."""
+
+    def __init__(self, shown: int, *, quiet: bool) -> None:
+        self.count, self.shown, self.quiet = 0, shown, quiet
+
+    def __call__(self, line: int, reason: str) -> None:
+        self.count += 1
+        if not self.quiet and self.count <= self.shown:
+            print(f"line {line}: skipped: {reason}", file=sys.stderr)
+        elif not self.quiet and self.count == self.shown + 1:
+            print("more bad lines: counting them only", file=sys.stderr)
+
+
+def _replay(path: Path, bad: _BadLines) -> Iterator[dict[str, Any]]:
+    """The tweets of a JSON-lines file (opened now); bad lines go to ``bad``."""
+    try:
+        handle = path.open(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise UserError(f"cannot read {path}: {error.strerror}") from error
+    return _read_all(handle, bad)
+
+
+def _read_all(handle: TextIO, bad: _BadLines) -> Iterator[dict[str, Any]]:
+    with handle:
+        yield from read_jsonl(handle, bad)
+
+
+@contextmanager
+def _progress(total: int | None, *, quiet: bool) -> Iterator[Callable[[int], None] | None]:
+    """A rich progress bar on stderr whose callback takes the count so far (None when quiet)."""
+    if quiet:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("producing", total=total)
+        yield lambda done: bar.update(task, completed=done)
