@@ -1,0 +1,252 @@
+"""The trending-hashtags job on a real Kafka broker and a real Spark session.
+
+Every test uses its own topics and checkpoint. The oracle counts hashtags by brute force in Python
+(:func:`trending.text.hashtags.hashtag_keys` + the window formula) over the tweets the test made.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import shutil
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from connectors.avro import AvroCodec
+from connectors.kafka import ensure_topics
+from connectors.transactions import OutRecord, TransactionalBatchWriter
+from tests.support.topics import decode_all, read_topic
+from trending.jobs.hashtags import HashtagJobConfig, start_query
+from trending.text.hashtags import hashtag_keys
+from trending.windows.sliding import SlidingWindows, Window
+from trending.windows.topk import top_k
+
+pytestmark = pytest.mark.integration
+
+BASE_MS = 1_700_000_000_000
+TAGS = ["spark", "Kafka", "KAFKA", "café", "Café", "cafe\u0301", "日本", "हिन्दी", "ไทย", "straße",
+        "STRASSE", "x_1", "news", "ai", "rust", "python"]  # fmt: skip
+SIZE_MS, HOP_MS, LATENESS_MS, TOP = 60_000, 20_000, 10_000, 5
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from trending.spark.session import build_session
+
+    session = build_session("tests-hashtags", "local[2]", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+def make_tweets(count: int, seed: int, start_index: int = 0) -> list[dict[str, Any]]:
+    """Tweets 20/s of event time with out-of-order jitter < lateness, tags from a small set."""
+    rng = random.Random(seed)
+    tweets = []
+    for i in range(start_index, start_index + count):
+        tags = rng.sample(TAGS, rng.choice([0, 1, 1, 2, 3]))
+        words = ["#" + t for t in tags] + ["hello", "http://example.com/#frag"][: rng.randint(0, 2)]
+        rng.shuffle(words)
+        created = BASE_MS + i * 50 - rng.randrange(5_000)
+        tweets.append(
+            {
+                "id": i,
+                "user": f"u{i % 97}",
+                "text": " ".join(words),
+                "created_at": created,
+                "lang": None,
+            }
+        )
+    return tweets
+
+
+def produce(
+    bootstrap: str, topic: str, tweets: list[dict[str, Any]], extra: tuple[bytes | None, ...] = ()
+) -> None:
+    codec = AvroCodec("tweet")
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for tweet in tweets:
+        producer.produce(topic, codec.encode(tweet), key=str(tweet["id"]).encode())
+        producer.poll(0)
+    for raw in extra:
+        producer.produce(topic, raw, key=b"bad")
+    assert producer.flush(30) == 0
+
+
+def oracle_finals(
+    tweets: list[dict[str, Any]], closed_below: int
+) -> dict[Window, tuple[tuple[str, int], ...]]:
+    """Brute force: every window with end <= watermark, its top-k over all its tweets."""
+    spec = SlidingWindows(SIZE_MS, HOP_MS)
+    counts: dict[Window, Counter[str]] = {}
+    for tweet in tweets:
+        keys = hashtag_keys(tweet["text"])
+        for window in spec.windows_of(tweet["created_at"]):
+            counts.setdefault(window, Counter()).update(keys)
+    return {w: top_k(c, TOP) for w, c in counts.items() if c and w.end <= closed_below}
+
+
+class Job:
+    """One job's topics and checkpoint."""
+
+    def __init__(self, bootstrap: str, tmp_path: Path) -> None:
+        tag = uuid.uuid4().hex[:8]
+        self.bootstrap = bootstrap
+        self.topics = {n: f"{n}-{tag}" for n in ("tweets", "trending", "late", "dlq")}
+        self.checkpoint = tmp_path / f"checkpoint-{tag}"
+        ensure_topics(bootstrap, [self.topics["tweets"]], partitions=4)
+
+    def config(self, **overrides: Any) -> HashtagJobConfig:
+        settings: dict[str, Any] = {
+            "bootstrap": self.bootstrap,
+            "checkpoint": self.checkpoint,
+            "input_topic": self.topics["tweets"],
+            "output_topic": self.topics["trending"],
+            "late_topic": self.topics["late"],
+            "dead_letter_topic": self.topics["dlq"],
+            "size_ms": SIZE_MS,
+            "hop_ms": HOP_MS,
+            "lateness_ms": LATENESS_MS,
+            "k": TOP,
+            "available_now": True,
+        }
+        settings.update(overrides)
+        return HashtagJobConfig(**settings)
+
+    def run(self, spark: Any, **overrides: Any) -> Any:
+        query, processor = start_query(spark, self.config(**overrides))
+        query.awaitTermination()
+        assert query.exception() is None
+        return processor
+
+    def records(self, name: str = "trending") -> list[dict[str, Any]]:
+        codec = AvroCodec("trending_topk") if name == "trending" else AvroCodec("tweet")
+        return decode_all(codec, read_topic(self.bootstrap, self.topics[name]))
+
+
+def finals_of(records: list[dict[str, Any]]) -> dict[Window, tuple[tuple[str, int], ...]]:
+    finals = [r for r in records if r["is_final"]]
+    windows = [Window(r["window_start"], r["window_end"]) for r in finals]
+    assert len(windows) == len(set(windows)), "a window was finalized twice"
+    return {
+        Window(r["window_start"], r["window_end"]): tuple(
+            (t["hashtag"], t["count"]) for t in r["top"]
+        )
+        for r in finals
+    }
+
+
+def watermark_after(tweets: list[dict[str, Any]]) -> int:
+    return max(t["created_at"] for t in tweets) - LATENESS_MS
+
+
+def test_finals_equal_brute_force_and_revisions_are_consistent(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    tweets = make_tweets(6_000, seed=1)
+    produce(kafka_bootstrap, job.topics["tweets"], tweets, extra=(b"\x01garbage", None))
+    processor = job.run(spark)
+    records = job.records()
+    expected = oracle_finals(tweets, watermark_after(tweets))
+    assert len(expected) >= 10
+    assert finals_of(records) == expected
+    # revisions: numbered 1.. per window, the final last, never two equal tops in a row
+    by_window: dict[int, list[dict[str, Any]]] = {}
+    for record in records:
+        by_window.setdefault(record["window_start"], []).append(record)
+    for history in by_window.values():
+        assert sorted(r["revision"] for r in history) == list(range(1, len(history) + 1))
+        history.sort(key=lambda r: r["revision"])
+        assert all(not r["is_final"] for r in history[:-1])
+        tops = [r["top"] for r in history if not r["is_final"]]
+        assert all(a != b for a, b in itertools.pairwise(tops))
+    # nothing lost: every record is counted, late or dead-lettered
+    dead = read_topic(kafka_bootstrap, job.topics["dlq"])
+    assert len(dead) == 2
+    reasons = {AvroCodec("dead_letter").decode(v)["reason"] for _, v in dead}
+    assert reasons == {"value is not valid Avro for the schema", "empty value"}
+    processed = sum(s.tweets for s in processor.history)
+    assert processed == len(tweets) + 2
+
+
+def test_batching_does_not_change_finals(kafka_bootstrap: str, spark: Any, tmp_path: Path) -> None:
+    tweets = make_tweets(5_000, seed=2)
+    results = []
+    for cap in (700, 4_000):
+        job = Job(kafka_bootstrap, tmp_path)
+        produce(kafka_bootstrap, job.topics["tweets"], tweets)
+        processor = job.run(spark, max_offsets_per_trigger=cap)
+        assert len(processor.history) >= 5_000 // cap
+        results.append(finals_of(job.records()))
+    assert results[0] == results[1] == oracle_finals(tweets, watermark_after(tweets))
+
+
+def test_restart_from_checkpoint_loses_nothing_and_duplicates_no_final(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    first, second = make_tweets(3_000, seed=3), make_tweets(3_000, seed=4, start_index=3_000)
+    produce(kafka_bootstrap, job.topics["tweets"], first)
+    job.run(spark, max_offsets_per_trigger=1_000)
+    # A stop after the last batch's output committed but before Spark marked it done:
+    commits = job.checkpoint / "spark" / "commits"
+    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
+    produce(kafka_bootstrap, job.topics["tweets"], second)
+    processor = job.run(spark, max_offsets_per_trigger=1_000)
+    assert processor.repair is not None and "marked done" in processor.repair
+    assert processor.history[0].batch_id == last + 1
+    tweets = first + second
+    assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
+
+
+def test_failed_batch_publishes_nothing_and_is_redone(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    tweets = make_tweets(4_000, seed=6)
+    produce(kafka_bootstrap, job.topics["tweets"], tweets)
+    original = TransactionalBatchWriter.write_batch
+
+    def failing(records: list[OutRecord]) -> Iterator[OutRecord]:
+        yield from records  # sent inside the transaction, then the transaction must abort
+        raise RuntimeError("injected delivery failure")
+
+    def fail_on_batch_2(self: TransactionalBatchWriter, batch_id: int, records: Any) -> int:
+        if batch_id == 2:
+            records = failing(list(records))
+        return original(self, batch_id, records)
+
+    monkeypatch.setattr(TransactionalBatchWriter, "write_batch", fail_on_batch_2)
+    query, _ = start_query(spark, job.config(max_offsets_per_trigger=1_000))
+    with pytest.raises(Exception, match="injected delivery failure"):
+        query.awaitTermination()
+    monkeypatch.setattr(TransactionalBatchWriter, "write_batch", original)
+    processor = job.run(spark, max_offsets_per_trigger=1_000)
+    assert processor.repair is not None and "planned again" in processor.repair
+    assert processor.history[0].batch_id == 2
+    assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
+
+
+def test_late_tweets_are_routed_not_counted(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    on_time = make_tweets(2_000, seed=5)
+    produce(kafka_bootstrap, job.topics["tweets"], on_time)
+    job.run(spark)
+    watermark = watermark_after(on_time)
+    late = {"id": 99_999, "user": "late", "text": "#latecomer", "created_at": BASE_MS, "lang": None}
+    produce(kafka_bootstrap, job.topics["tweets"], [late])
+    job.run(spark)
+    assert [r["id"] for r in job.records("late")] == [99_999]
+    assert all("latecomer" not in str(r["top"]) for r in job.records())
+    assert SlidingWindows(SIZE_MS, HOP_MS).last_end(BASE_MS) <= watermark
+    shutil.rmtree(job.checkpoint)

@@ -1,0 +1,188 @@
+"""``trending run JOB``: start a streaming job."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from connectors.kafka import add_kafka_arguments, kafka_from_args, parse_kafka_options
+from trending.durations import format_duration_ms, parse_duration_ms
+from trending.errors import UserError
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = subparsers.add_parser(
+        "run", help="run a streaming job", description="Run a streaming job."
+    )
+    jobs = run.add_subparsers(dest="job", metavar="JOB", required=True)
+    _register_hashtags(jobs)
+
+
+def _duration(text: str) -> int:
+    try:
+        return parse_duration_ms(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = jobs.add_parser(
+        "hashtags",
+        help="trending hashtags: top-k per sliding event-time window",
+        description=(
+            "Count hashtags over sliding event-time windows [a + n*hop, a + n*hop + size) and "
+            "publish each window's top-k whenever it changes (at most once per micro-batch) and "
+            "a final record when the watermark (max event time - lateness) passes the window's "
+            "end. Late tweets go to the late topic, undecodable records to the dead-letter topic."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    window = parser.add_argument_group("windows")
+    window.add_argument("--size", type=_duration, default="5m", help="window size")
+    window.add_argument("--hop", type=_duration, default="1m", help="window hop (slide)")
+    window.add_argument("--align", type=_duration, default="0s", help="window alignment a")
+    window.add_argument("--top", type=int, default=10, help="k: hashtags per top-k record")
+    window.add_argument(
+        "--lateness", type=_duration, default="30s", help="allowed lateness behind max event time"
+    )
+    trig = parser.add_argument_group("triggers")
+    trig.add_argument("--trigger", type=_duration, default="1s", help="processing-time trigger")
+    trig.add_argument(
+        "--available-now",
+        action="store_true",
+        help="process what is in the topic, close what the watermark allows, then exit",
+    )
+    trig.add_argument(
+        "--max-offsets-per-trigger", type=int, default=None, help="cap records per micro-batch"
+    )
+    trig.add_argument(
+        "--starting-offsets",
+        default="earliest",
+        help="where a new checkpoint starts: earliest, latest or Spark's JSON form",
+    )
+    topics = parser.add_argument_group("topics")
+    topics.add_argument("--input-topic", default="tweets")
+    topics.add_argument("--output-topic", default="trending-hashtags")
+    topics.add_argument("--late-topic", default="tweets-late")
+    topics.add_argument("--dead-letter-topic", default="tweets-dlq")
+    topics.add_argument("--partitions", type=int, default=4, help="partitions of created topics")
+    topics.add_argument(
+        "--schema-registry-url",
+        default=None,
+        help="use the Confluent wire format (default: $SCHEMA_REGISTRY_URL; none: plain Avro)",
+    )
+    add_kafka_arguments(parser)
+    spark = parser.add_argument_group("spark")
+    spark.add_argument("--master", default=None, help="Spark master (default: local[*])")
+    spark.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=Path("checkpoints/hashtags"),
+        help="checkpoint folder (offsets and window state); a new folder starts a new job",
+    )
+    spark.add_argument(
+        "--shuffle-partitions", type=int, default=None, help="spark.sql.shuffle.partitions"
+    )
+    spark.add_argument(
+        "--spark-kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka source option for Spark, e.g. kafka.security.protocol=SASL_SSL (repeatable)",
+    )
+    spark.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
+    )
+    parser.set_defaults(handler=run_hashtags)
+
+
+def run_hashtags(args: argparse.Namespace) -> int:
+    """Run the hashtags job until it ends (available-now), is stopped, or fails."""
+    import os
+
+    from trending.jobs.hashtags import HashtagJobConfig
+
+    bootstrap, kafka_options = kafka_from_args(args)
+    config = HashtagJobConfig(
+        bootstrap=bootstrap,
+        checkpoint=args.checkpoint,
+        input_topic=args.input_topic,
+        output_topic=args.output_topic,
+        late_topic=args.late_topic,
+        dead_letter_topic=args.dead_letter_topic,
+        size_ms=args.size,
+        hop_ms=args.hop,
+        align_ms=args.align,
+        k=args.top,
+        lateness_ms=args.lateness,
+        trigger_ms=args.trigger,
+        available_now=args.available_now,
+        master=args.master,
+        starting_offsets=args.starting_offsets,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        shuffle_partitions=args.shuffle_partitions,
+        schema_registry_url=args.schema_registry_url or os.environ.get("SCHEMA_REGISTRY_URL"),
+        topic_partitions=args.partitions,
+        spark_kafka_options=_options(args.spark_kafka_option, "--spark-kafka-option"),
+        kafka_options=kafka_options,
+        spark_conf=_options(args.conf, "--conf"),
+    )
+    _validate(config)
+    return run_job(config)
+
+
+def _options(items: list[str], flag: str) -> dict[str, str]:
+    try:
+        return parse_kafka_options(items)
+    except UserError as error:
+        raise UserError(str(error).replace("--kafka-option", flag)) from error
+
+
+def _validate(config: Any) -> None:
+    try:
+        _ = config.windows
+    except ValueError as error:
+        raise UserError(str(error)) from error
+    if config.k <= 0:
+        raise UserError(f"--top must be positive, got {config.k}")
+
+
+def run_job(config: Any) -> int:
+    """Start Spark and the query, report progress, stop cleanly on Ctrl-C or SIGTERM."""
+    from trending.jobs.hashtags import start_query, summarize
+    from trending.spark.session import build_session
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    spark = build_session(
+        "trending-hashtags", config.master, config.spark_conf, config.shuffle_partitions
+    )
+    query, processor = start_query(spark, config)
+    print(
+        f"trending: hashtags job running: {config.input_topic} -> {config.output_topic} "
+        f"(size {format_duration_ms(config.size_ms)}, hop {format_duration_ms(config.hop_ms)}, "
+        f"top {config.k}, lateness {format_duration_ms(config.lateness_ms)})",
+        file=sys.stderr,
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop.set()
+        query.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        while query.isActive and not stop.is_set():
+            query.awaitTermination(1)
+    except KeyboardInterrupt:
+        query.stop()
+    exception = query.exception()
+    spark.stop()
+    print(f"trending: hashtags job stopped: {summarize(processor.history)}", file=sys.stderr)
+    if exception is not None and not stop.is_set():
+        raise UserError(f"the streaming query failed: {exception}")
+    return 0

@@ -1,0 +1,1 @@
+"""Engine glue: the Spark session with the project's jars, and driver-side micro-batch state."""

@@ -1,0 +1,64 @@
+"""A Spark session with the project's jars on the classpath and settings that suit streaming.
+
+The connectors come from ``make jars`` (Maven, into ``build/jars``) and go on ``spark.jars``, so a
+session never resolves or downloads anything at start-up and works offline.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from connectors.jvm import java_executable, require_jars
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+HASHTAG_UDF = ("hashtag_keys", "trending.udf.HashtagKeys")
+JAR_GROUPS = ("connectors", "udf")
+
+
+def spark_jars() -> list[str]:
+    """Every jar the jobs need beyond the pyspark wheel (clear error when not fetched)."""
+    return [str(jar) for group in JAR_GROUPS for jar in require_jars(group)]
+
+
+def build_session(
+    app_name: str,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    shuffle_partitions: int | None = None,
+) -> SparkSession:
+    """Start (or reuse) a Spark session for a streaming job; ``master`` None means ``local[*]``."""
+    java_executable()  # a clear message instead of a JVM stack trace
+    jars = ",".join(spark_jars())
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import ArrayType, StringType
+
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
+        .config("spark.jars", jars)
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions or _default_partitions()))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.ui.enabled", os.environ.get("TRENDING_SPARK_UI", "false"))
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("TRENDING_SPARK_LOG_LEVEL", "WARN"))
+    name, java_class = HASHTAG_UDF
+    spark.udf.registerJavaFunction(name, java_class, ArrayType(StringType()))
+    return spark
+
+
+def _default_partitions() -> int:
+    """Small shuffles: one partition per core (Spark's default of 200 is slow on small machines)."""
+    return max(2, os.cpu_count() or 2)

@@ -1,0 +1,97 @@
+"""A live terminal view of a top-k topic: the newest windows' top-k as they change."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from confluent_kafka import Consumer
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+
+from connectors.avro import AvroCodec
+from connectors.kafka import client_config
+
+
+@dataclass
+class TopKBoard:
+    """The latest record per window, and counts of what arrived."""
+
+    windows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    revisions: int = 0
+    finals: int = 0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        start = record["window_start"]
+        known = self.windows.get(start)
+        if known is None or record["revision"] > known["revision"]:
+            self.windows[start] = dict(record)
+        if record["is_final"]:
+            self.finals += 1
+        else:
+            self.revisions += 1
+
+    def render(self, shown: int = 3) -> Group:
+        tables = [_window_table(self.windows[s]) for s in sorted(self.windows)[-shown:][::-1]]
+        summary = Table.grid()
+        summary.add_row(f"[bold]{self.revisions}[/] revisions, [bold]{self.finals}[/] finals")
+        return Group(summary, *tables)
+
+
+def _clock(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%H:%M:%S")
+
+
+def _window_table(record: Mapping[str, Any]) -> Table:
+    state = "[green]final[/]" if record["is_final"] else "[yellow]open[/]"
+    title = (
+        f"window {_clock(record['window_start'])}-{_clock(record['window_end'])} UTC  "
+        f"{state}  rev {record['revision']}"
+    )
+    table = Table(title=title, title_justify="left", min_width=48)
+    table.add_column("#", justify="right")
+    table.add_column("hashtag")
+    table.add_column("count", justify="right")
+    for rank, entry in enumerate(record["top"], start=1):
+        table.add_row(str(rank), "#" + entry["hashtag"], str(entry["count"]))
+    return table
+
+
+def watch_topk(
+    bootstrap: str,
+    topic: str,
+    seconds: float | None = None,
+    extra: Mapping[str, str] | None = None,
+    registry_url: str | None = None,
+) -> TopKBoard:
+    """Show the newest windows of ``topic`` live (read_committed) for ``seconds`` or Ctrl-C."""
+    codec = AvroCodec("trending_topk", registry_url, subject=f"{topic}-value")
+    consumer = Consumer(
+        client_config(bootstrap, extra)
+        | {
+            "group.id": f"trending-view-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe([topic])
+    board = TopKBoard()
+    deadline = None if seconds is None else time.monotonic() + seconds
+    try:
+        with Live(board.render(), refresh_per_second=4) as live:
+            while deadline is None or time.monotonic() < deadline:
+                for message in consumer.consume(500, timeout=0.25):
+                    if message.error() is None and message.value():
+                        board.add(codec.decode(message.value() or b""))
+                live.update(board.render())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        consumer.close()
+    return board
