@@ -1,0 +1,1 @@
+"""Text rules shared by the Python jobs, the Spark functions and the tests."""
