@@ -29,11 +29,11 @@ jars: check-tools $(foreach g,$(JVM_GROUPS),$(JARS)/$(g)/.fetched) $(JARS)/udf/t
 
 $(JARS)/%/.fetched: jvm/%/pom.xml
 	@echo "fetching JVM jars: $*"
-	@rm -rf $(JARS)/$* && mkdir -p $(JARS)/$*
+	@mkdir -p $(JARS)/$* && find $(JARS)/$* -name '*.jar' ! -name 'trending-*.jar' -delete
 	cd jvm/$* && $(MVN) -q -B dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS)/$*)
 	@touch $@
 
-$(JARS)/udf/trending-udf.jar: $(VENV)/.installed $(UDF_SOURCES) | $(JARS)/udf/.fetched
+$(JARS)/udf/trending-udf.jar: $(VENV)/.installed $(UDF_SOURCES) $(JARS)/udf/.fetched
 	bash jvm/udf/build.sh $(abspath $(BIN)/python)
 
 test: env jars

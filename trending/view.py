@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -39,6 +39,10 @@ class TopKBoard:
     def render(self, shown: int = 3) -> Group:
         tables = [_window_table(self.windows[s]) for s in sorted(self.windows)[-shown:][::-1]]
         summary = Table.grid()
+        if not self.windows:
+            summary.add_row(
+                "waiting for the first results (Spark takes a few seconds to start) ..."
+            )
         summary.add_row(f"[bold]{self.revisions}[/] revisions, [bold]{self.finals}[/] finals")
         return Group(summary, *tables)
 
@@ -68,8 +72,11 @@ def watch_topk(
     seconds: float | None = None,
     extra: Mapping[str, str] | None = None,
     registry_url: str | None = None,
+    alive: Callable[[], bool] = lambda: True,
 ) -> TopKBoard:
-    """Show the newest windows of ``topic`` live (read_committed) for ``seconds`` or Ctrl-C."""
+    """Show the newest windows of ``topic`` live (read_committed) until Ctrl-C, or for
+    ``seconds`` counted from the first record, or until ``alive()`` turns false.
+    """
     codec = AvroCodec("trending_topk", registry_url, subject=f"{topic}-value")
     consumer = Consumer(
         client_config(bootstrap, extra)
@@ -89,6 +96,8 @@ def watch_topk(
                 for message in consumer.consume(500, timeout=0.25):
                     if message.error() is None and message.value():
                         board.add(codec.decode(message.value() or b""))
+                if deadline is None and seconds is not None and board.windows:
+                    deadline = time.monotonic() + seconds
                 live.update(board.render())
     except KeyboardInterrupt:
         pass

@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--duration", default="90s", help="how long to show live results")
+    parser.add_argument(
+        "--duration", default="60s", help="how long to show live results, from the first one"
+    )
     parser.add_argument("--burst", type=int, default=200_000, help="tweets produced up front")
     parser.add_argument("--rate", type=float, default=2_000, help="live tweets per second after")
     parser.add_argument("--dir", type=Path, default=DEMO_DIR, help="broker data and checkpoints")
@@ -61,7 +63,9 @@ def run_demo(args: argparse.Namespace) -> int:
         job = _start_job(broker.bootstrap, run_dir)
         try:
             _say("job starting (Spark takes a few seconds); live top-k below, Ctrl-C to stop")
-            board = watch_topk(broker.bootstrap, "trending-hashtags", seconds)
+            board = watch_topk(
+                broker.bootstrap, "trending-hashtags", seconds, alive=lambda: job.poll() is None
+            )
         finally:
             stop.set()
             _stop(job)
@@ -73,14 +77,22 @@ def run_demo(args: argparse.Namespace) -> int:
 
 def _feed_live(bootstrap: str, rate: float, stop: threading.Event) -> None:
     """Tweets stamped with the wall clock, ``rate`` a second, until ``stop``."""
-    from trending.generate import generate_tweets, produce_tweets
+    from connectors.avro import encode_tweet
+    from connectors.kafka import producer
+    from trending.generate import generate_tweets
 
+    sink = producer(bootstrap)
+    tick, chunk = 0, max(1, int(rate / 4))
     while not stop.is_set():
         now = int(time.time() * 1000)
-        chunk = generate_tweets(
-            seed=now, count=int(rate), start_ms=now, events_per_second=rate, first_id=now * 1000
+        tweets = generate_tweets(
+            seed=now, count=chunk, start_ms=now, events_per_second=rate, first_id=now * 1000 + tick
         )
-        produce_tweets(bootstrap, "tweets", chunk, rate=rate)
+        records = ((t["user"].encode(), encode_tweet(t)) for t in tweets)
+        sink.produce_many("tweets", records, partitions=4)
+        tick += 1
+        stop.wait(0.25)
+    sink.flush(30)
 
 
 def _start_job(bootstrap: str, run_dir: Path) -> subprocess.Popen[bytes]:

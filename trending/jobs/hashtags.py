@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,6 +83,7 @@ class BatchStats:
     skipped: bool = False
     started_at: float = 0.0  # wall clock, seconds
     phases: dict[str, float] = field(default_factory=dict)  # seconds per phase
+    dead_reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
 
 
 class HashtagBatchProcessor:
@@ -103,6 +104,7 @@ class HashtagBatchProcessor:
         self.dead_codec = AvroCodec("dead_letter", url, subject=f"{config.dead_letter_topic}-value")
         self.tweet_schema = schema_json("tweet")
         self.history: list[BatchStats] = []
+        self.observers: list[Callable[[BatchStats, HashtagBatchProcessor], None]] = []
         self.repair = reconcile_spark_log(config.checkpoint / "spark", self.writer.last_committed)
         if self.repair:
             log.warning("checkpoint: %s", self.repair)
@@ -116,6 +118,8 @@ class HashtagBatchProcessor:
             self._process(batch, batch_id, stats)
         stats.seconds = time.monotonic() - started
         self.history.append(stats)
+        for observe in self.observers:  # metrics (trending.metrics)
+            observe(stats, self)
         log.info(_describe(stats))
 
     def _process(self, batch: DataFrame, batch_id: int, stats: BatchStats) -> None:
@@ -140,6 +144,7 @@ class HashtagBatchProcessor:
                 records.append(OutRecord(self.config.late_topic, key, value))
             else:
                 stats.dead += 1
+                stats.dead_reasons[reason] = stats.dead_reasons.get(reason, 0) + 1
                 records.append(self._dead_letter(topic, partition, offset, key, value, reason))
         stats.revisions = sum(not u.is_final for u in updates)
         stats.finals = len(updates) - stats.revisions

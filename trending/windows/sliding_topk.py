@@ -105,21 +105,29 @@ class SlidingTopK:
         return [self._finalize(start) for start in sorted(self.state.windows)]
 
     def _add(self, rows: Iterable[tuple[int, str, int]]) -> dict[int, set[str]]:
-        watermark = self.watermark_ms
-        size, hop, align = self.spec.size_ms, self.spec.hop_ms, self.spec.align_ms
-        windows = self.state.windows
-        increased: dict[int, set[str]] = {}
+        by_pane: dict[int, dict[str, int]] = {}
         for pane_start, key, count in rows:
-            for n in self.spec.index_range_of_pane(pane_start):
-                start = align + n * hop
-                if watermark is not None and start + size <= watermark:
-                    continue
-                window = windows.get(start)
-                if window is None:
-                    window = windows[start] = OpenWindow()
-                window.counts[key] = window.counts.get(key, 0) + count
-                increased.setdefault(start, set()).add(key)
+            pane = by_pane.setdefault(pane_start, {})
+            pane[key] = pane.get(key, 0) + count
+        increased: dict[int, set[str]] = {}
+        for pane_start, pane in by_pane.items():
+            for start in self._open_starts_of_pane(pane_start):
+                _add_counts(self._open_window(start).counts, pane)
+                increased.setdefault(start, set()).update(pane)
         return increased
+
+    def _open_starts_of_pane(self, pane_start: int) -> list[int]:
+        """Starts of the windows holding the pane that the watermark has not closed."""
+        watermark = self.watermark_ms
+        hop, size, align = self.spec.hop_ms, self.spec.size_ms, self.spec.align_ms
+        starts = (align + n * hop for n in self.spec.index_range_of_pane(pane_start))
+        return [s for s in starts if watermark is None or s + size > watermark]
+
+    def _open_window(self, start: int) -> OpenWindow:
+        window = self.state.windows.get(start)
+        if window is None:
+            window = self.state.windows[start] = OpenWindow()
+        return window
 
     def _revisions(self, increased: dict[int, set[str]]) -> list[TopKUpdate]:
         watermark = self.watermark_ms
@@ -148,3 +156,10 @@ class SlidingTopK:
 
     def _window(self, start: int) -> Window:
         return Window(start, start + self.spec.size_ms)
+
+
+def _add_counts(counts: dict[str, int], added: dict[str, int]) -> None:
+    """``counts += added``, key by key (the hot loop: one dict update per key)."""
+    get = counts.get
+    for key, count in added.items():
+        counts[key] = get(key, 0) + count
