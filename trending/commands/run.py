@@ -10,9 +10,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from connectors.kafka import add_kafka_arguments, kafka_from_args, parse_kafka_options
+from connectors.kafka import (
+    add_kafka_arguments,
+    kafka_from_args,
+    parse_kafka_options,
+    wait_for_kafka,
+)
 from trending.durations import format_duration_ms, parse_duration_ms
 from trending.errors import UserError
+from trending.metrics import add_metrics_arguments
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -98,6 +104,7 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
     spark.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
     )
+    add_metrics_arguments(parser)
     parser.set_defaults(handler=run_hashtags)
 
 
@@ -133,7 +140,14 @@ def run_hashtags(args: argparse.Namespace) -> int:
         spark_conf=_options(args.conf, "--conf"),
     )
     _validate(config)
-    return run_job(config)
+    try:
+        wait_for_kafka(bootstrap, timeout=20, extra=kafka_options)
+    except UserError as error:
+        raise UserError(
+            f"{error}: start one with `trending broker` or point --bootstrap-servers "
+            "(or KAFKA_BOOTSTRAP_SERVERS) at your cluster"
+        ) from error
+    return run_job(config, (args.metrics_host, args.metrics_port))
 
 
 def _options(items: list[str], flag: str) -> dict[str, str]:
@@ -152,16 +166,24 @@ def _validate(config: Any) -> None:
         raise UserError(f"--top must be positive, got {config.k}")
 
 
-def run_job(config: Any) -> int:
+def run_job(config: Any, metrics_address: tuple[str, int] = ("127.0.0.1", 0)) -> int:
     """Start Spark and the query, report progress, stop cleanly on Ctrl-C or SIGTERM."""
     from trending.jobs.hashtags import start_query, summarize
+    from trending.spark.listener import start_monitoring
     from trending.spark.session import build_session
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
+    logging.getLogger("trending").setLevel(logging.INFO)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     spark = build_session(
         "trending-hashtags", config.master, config.spark_conf, config.shuffle_partitions
     )
-    query, processor = start_query(spark, config)
+    monitoring = start_monitoring(spark, config, metrics_address)
+    query, processor = start_query(
+        spark, config, on_processor=monitoring.attach if monitoring else None
+    )
+    if monitoring is not None:
+        monitoring.watch(query)
     print(
         f"trending: hashtags job running: {config.input_topic} -> {config.output_topic} "
         f"(size {format_duration_ms(config.size_ms)}, hop {format_duration_ms(config.hop_ms)}, "
@@ -171,16 +193,17 @@ def run_job(config: Any) -> int:
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
-        stop.set()
-        query.stop()
+        stop.set()  # py4j is not reentrant: the loop below stops the query, not the handler
 
     signal.signal(signal.SIGTERM, on_signal)
-    try:
-        while query.isActive and not stop.is_set():
-            query.awaitTermination(1)
-    except KeyboardInterrupt:
+    signal.signal(signal.SIGINT, on_signal)
+    while query.isActive and not stop.is_set():
+        query.awaitTermination(1)
+    if stop.is_set():
         query.stop()
     exception = query.exception()
+    if monitoring is not None:
+        monitoring.close()
     spark.stop()
     print(f"trending: hashtags job stopped: {summarize(processor.history)}", file=sys.stderr)
     if exception is not None and not stop.is_set():

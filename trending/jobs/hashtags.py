@@ -268,7 +268,9 @@ def _job_id(checkpoint: Path) -> str:
 
 
 def start_query(
-    spark: Any, config: HashtagJobConfig
+    spark: Any,
+    config: HashtagJobConfig,
+    on_processor: Callable[[HashtagBatchProcessor], None] | None = None,
 ) -> tuple[StreamingQuery, HashtagBatchProcessor]:
     """Create the topics, then start the streaming query (not waiting for it)."""
     ensure_topics(
@@ -278,6 +280,8 @@ def start_query(
         extra=config.kafka_options,
     )
     processor = HashtagBatchProcessor(config)
+    if on_processor is not None:
+        on_processor(processor)  # e.g. attach metrics before the first batch
     if config.warm_up_rows:
         confluent = config.schema_registry_url is not None
         warm_up(spark, processor.tweet_schema, confluent, config.windows, config.warm_up_rows)

@@ -1,0 +1,321 @@
+"""Prometheus metrics of a streaming job: one registry per process, every name ``trending_...``.
+
+Every family is exported from the start: counters at 0 and the known label values (phases,
+query states, dead-letter reasons, the job's topics) created up front, so a dashboard panel shows
+0 rather than "no data". Names follow Prometheus conventions: base units (seconds, bytes),
+``_total`` on counters. The job is told apart by Prometheus's own ``job`` label (the scrape
+config), so no metric has a ``job`` label of its own.
+
+Spark's query progress feeds most families (:mod:`trending.spark.listener`); the hashtags job
+adds its own per-batch figures through :class:`HashtagObserver`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import platform
+import threading
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
+
+from trending import __version__
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from trending.jobs.hashtags import BatchStats, HashtagBatchProcessor
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9108
+QUERY_STATES = ("active", "failed")
+SPARK_PHASES = (
+    "addBatch",
+    "getBatch",
+    "latestOffset",
+    "queryPlanning",
+    "walCommit",
+    "commitOffsets",
+)
+JOB_PHASES = ("spark", "windows", "snapshot", "publish")
+DEAD_REASONS = {  # the reasons of connectors.spark_kafka.decode_avro, as short label values
+    "empty value": "empty_value",
+    "not in Confluent wire format (magic byte 0 + schema id)": "bad_header",
+    "value is not valid Avro for the schema": "invalid_avro",
+}
+OTHER_REASON = "other"
+LATE_REASONS = ("windows_final",)
+DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+ROW_BUCKETS = (0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
+
+
+class Metrics:
+    """Every metric family of a job, in its own registry."""
+
+    def __init__(self, kind: str, spark_version: str = "unknown") -> None:
+        self.registry = r = CollectorRegistry()
+        Info("trending_build", "Version of trending, Spark and Python.", registry=r).info(
+            {
+                "version": __version__,
+                "job_kind": kind,
+                "spark_version": spark_version,
+                "python_version": platform.python_version(),
+            }
+        )
+        self.query_status = Gauge(
+            "trending_query_status",
+            "1 when the streaming query is in this state.",
+            ["state"],
+            registry=r,
+        )
+        self.last_progress = Gauge(
+            "trending_last_progress_timestamp_seconds",
+            "Wall clock of the last progress or idle event of the query.",
+            registry=r,
+        )
+        self.batches = Counter("trending_batches_total", "Micro-batches completed.", registry=r)
+        self.input_rows = Counter(
+            "trending_input_rows_total", "Rows read by the query.", registry=r
+        )
+        self.input_rate = Gauge(
+            "trending_input_rows_per_second", "Rows arriving per second (last batch).", registry=r
+        )
+        self.processed_rate = Gauge(
+            "trending_processed_rows_per_second",
+            "Rows processed per second (last batch).",
+            registry=r,
+        )
+        self.batch_duration = Histogram(
+            "trending_batch_duration_seconds",
+            "Duration of a micro-batch.",
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.batch_phase = Histogram(
+            "trending_batch_phase_seconds",
+            "Duration of a micro-batch phase: Spark's (source=spark) and the job's (source=job).",
+            ["source", "phase"],
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.batch_rows = Histogram(
+            "trending_batch_rows", "Input rows per micro-batch.", buckets=ROW_BUCKETS, registry=r
+        )
+        self.watermark = Gauge(
+            "trending_watermark_timestamp_seconds",
+            "Event-time watermark (0 before the first).",
+            registry=r,
+        )
+        self.watermark_delay = Gauge(
+            "trending_watermark_delay_seconds",
+            "Wall clock minus the event-time watermark (0 before the first).",
+            registry=r,
+        )
+        self.watermark_delay.set_function(self._watermark_delay)
+        self.state_rows = Gauge(
+            "trending_state_rows",
+            "Rows (entries) held in state, per stateful operator.",
+            ["operator"],
+            registry=r,
+        )
+        self.state_memory = Gauge(
+            "trending_state_memory_bytes",
+            "Memory used by state, per stateful operator.",
+            ["operator"],
+            registry=r,
+        )
+        self.open_windows = Gauge("trending_open_windows", "Windows not final yet.", registry=r)
+        self.kafka_lag = Gauge(
+            "trending_kafka_lag_records",
+            "Latest offset minus the offset the query has processed, per topic-partition.",
+            ["topic", "partition"],
+            registry=r,
+        )
+        self.records_read = Counter(
+            "trending_kafka_records_read_total", "Records read, per topic.", ["topic"], registry=r
+        )
+        self.records_written = Counter(
+            "trending_kafka_records_written_total",
+            "Records written, per topic.",
+            ["topic"],
+            registry=r,
+        )
+        self.dead_letters = Counter(
+            "trending_dead_letters_total",
+            "Records dead-lettered, per reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.late_records = Counter(
+            "trending_late_records_total",
+            "Late records routed aside, per reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.windows_opened = _counter(r, "windows_opened", "Windows opened.")
+        self.windows_revised = _counter(r, "windows_revised", "Revisions published.")
+        self.windows_finalized = _counter(r, "windows_finalized", "Windows finalized.")
+        self.partitions_evicted = _counter(r, "partitions_evicted", "Window partitions evicted.")
+        self.topk_changes = _counter(r, "topk_changes", "Top-k changes (sensor jobs).")
+        self.matches = _counter(r, "matches", "Pattern matches (sensor jobs).")
+        self.popular_readings = _counter(r, "popular_readings", "Popular readings (sensor jobs).")
+        self.top_hashtags = Gauge(
+            "trending_top_hashtag_count",
+            "Count of each of the current top-k hashtags of the newest open window.",
+            ["hashtag"],
+            registry=r,
+        )
+        self.top_window_start = Gauge(
+            "trending_top_window_start_timestamp_seconds",
+            "Start of the window trending_top_hashtag_count shows (0 before the first).",
+            registry=r,
+        )
+        self._watermark_s: float | None = None
+        self._top: set[str] = set()
+        self._lock = threading.Lock()
+        self._precreate()
+
+    def _precreate(self) -> None:
+        for state in QUERY_STATES:
+            self.query_status.labels(state)
+        for phase in SPARK_PHASES:
+            self.batch_phase.labels("spark", phase)
+        for phase in JOB_PHASES:
+            self.batch_phase.labels("job", phase)
+        for reason in (*DEAD_REASONS.values(), OTHER_REASON):
+            self.dead_letters.labels(reason)
+        for reason in LATE_REASONS:
+            self.late_records.labels(reason)
+
+    def add_topics(self, read: Iterable[str] = (), written: Iterable[str] = ()) -> None:
+        """Create the per-topic counters of the topics a job reads and writes."""
+        for topic in read:
+            self.records_read.labels(topic)
+        for topic in written:
+            self.records_written.labels(topic)
+
+    def set_status(self, state: str | None) -> None:
+        """Set the query state (``active``, ``failed``, or None when stopped cleanly)."""
+        for known in QUERY_STATES:
+            self.query_status.labels(known).set(1 if known == state else 0)
+
+    def set_watermark(self, watermark_ms: int | None) -> None:
+        """The event-time watermark in epoch milliseconds (None: not known yet)."""
+        self._watermark_s = None if watermark_ms is None else watermark_ms / 1000
+        self.watermark.set(self._watermark_s or 0)
+
+    def _watermark_delay(self) -> float:
+        return 0.0 if self._watermark_s is None else time.time() - self._watermark_s
+
+    def set_top(self, window_start_ms: int | None, top: Iterable[tuple[str, int]]) -> None:
+        """Show ``top`` as the trending view; hashtags no longer in it lose their series."""
+        with self._lock:
+            current = dict(top)
+            for tag in self._top - current.keys():
+                self.top_hashtags.remove(tag)
+            for tag, count in current.items():
+                self.top_hashtags.labels(tag).set(count)
+            self._top = set(current)
+            self.top_window_start.set(0 if window_start_ms is None else window_start_ms / 1000)
+
+
+def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--metrics-host`` and ``--metrics-port`` (0 disables the endpoint)."""
+    group = parser.add_argument_group("metrics")
+    group.add_argument(
+        "--metrics-host",
+        default=DEFAULT_HOST,
+        help="address of the Prometheus endpoint /metrics",
+    )
+    group.add_argument(
+        "--metrics-port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="port of the Prometheus endpoint; 0 disables it",
+    )
+
+
+def _counter(registry: CollectorRegistry, name: str, documentation: str) -> Counter:
+    return Counter(f"trending_{name}_total", documentation, registry=registry)
+
+
+def dead_reason_label(reason: str | None) -> str:
+    """The short label value of a dead-letter reason."""
+    return DEAD_REASONS.get(reason or "", OTHER_REASON)
+
+
+class HashtagObserver:
+    """Per-batch figures of the hashtags job (``HashtagBatchProcessor.observers``)."""
+
+    def __init__(self, metrics: Metrics, processor: HashtagBatchProcessor) -> None:
+        config = processor.config
+        self.metrics = metrics
+        self._windows = len(processor.engine.state.windows)
+        metrics.add_topics(
+            [config.input_topic], [config.output_topic, config.late_topic, config.dead_letter_topic]
+        )
+        self._observe_state(processor)
+
+    def __call__(self, stats: BatchStats, processor: HashtagBatchProcessor) -> None:
+        try:
+            self._observe(stats, processor)
+        except Exception:  # metrics must never fail a batch
+            log.exception("metrics: could not record batch %d", stats.batch_id)
+
+    def _observe(self, stats: BatchStats, processor: HashtagBatchProcessor) -> None:
+        if stats.skipped:
+            return
+        m, config = self.metrics, processor.config
+        for phase, seconds in stats.phases.items():
+            m.batch_phase.labels("job", phase).observe(seconds)
+        for reason, count in stats.dead_reasons.items():
+            m.dead_letters.labels(dead_reason_label(reason)).inc(count)
+        m.late_records.labels(LATE_REASONS[0]).inc(stats.late)
+        m.records_written.labels(config.output_topic).inc(stats.revisions + stats.finals)
+        m.records_written.labels(config.late_topic).inc(stats.late)
+        m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
+        m.windows_revised.inc(stats.revisions)
+        m.windows_finalized.inc(stats.finals)
+        windows = len(processor.engine.state.windows)
+        m.windows_opened.inc(max(0, windows - self._windows + stats.finals))
+        self._windows = windows
+        self._observe_state(processor)
+
+    def _observe_state(self, processor: HashtagBatchProcessor) -> None:
+        m, windows = self.metrics, processor.engine.state.windows
+        m.set_watermark(processor.engine.watermark_ms)
+        m.open_windows.set(len(windows))
+        m.state_rows.labels("sliding_topk").set(sum(len(w.counts) for w in windows.values()))
+        newest = max(windows, default=None)
+        m.set_top(newest, () if newest is None else windows[newest].published)
+
+
+class MetricsServer:
+    """The HTTP endpoint ``/metrics`` of one registry, in a daemon thread."""
+
+    def __init__(self, metrics: Metrics, host: str, port: int) -> None:
+        server, thread = start_http_server(port, addr=host, registry=metrics.registry)
+        self._server: WSGIServer = server
+        self._thread = thread
+        self.port: int = server.server_port
+        log.info("metrics: http://%s:%d/metrics", host, self.port)
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def finite(value: object) -> float | None:
+    """``value`` as a finite float, else None (Spark reports NaN rates for empty batches)."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

@@ -1,0 +1,246 @@
+"""Spark's query progress as Prometheus metrics, and Kafka lag computed from it.
+
+:class:`MetricsListener` is a ``StreamingQueryListener``: each progress event updates rates,
+batch and phase durations, rows, the watermark, state per operator and records read per topic.
+Spark commits no consumer-group offsets, so :class:`LagMonitor` computes the lag itself: the
+latest offset of each topic-partition (``get_watermark_offsets``) minus the ``endOffset`` of the
+last progress, every few seconds.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from pyspark.sql.streaming.listener import StreamingQueryListener
+
+from connectors.kafka import client_config
+from trending.metrics import HashtagObserver, Metrics, MetricsServer, finite
+
+if TYPE_CHECKING:
+    from trending.jobs.hashtags import HashtagBatchProcessor, HashtagJobConfig
+
+log = logging.getLogger(__name__)
+
+Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
+
+
+class MetricsListener(StreamingQueryListener):
+    """Feeds :class:`Metrics` from one query's events (every query's while ``query_id`` is None)."""
+
+    def __init__(self, metrics: Metrics, query_id: str | None = None) -> None:
+        self.metrics = metrics
+        self.query_id = query_id
+        self.processed: Offsets = {}  # the endOffset of the last progress, per source topic
+        self._lock = threading.Lock()
+
+    def _mine(self, event: Any) -> bool:
+        query = event.progress.id if hasattr(event, "progress") else event.id
+        return self.query_id is None or str(query) == self.query_id
+
+    def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (Spark's name)
+        if self._mine(event):
+            self.metrics.set_status("active")
+
+    def onQueryProgress(self, event: Any) -> None:  # noqa: N802 (Spark's name)
+        if self._mine(event):
+            offsets = record_progress(self.metrics, event.progress)
+            with self._lock:
+                for topic, partitions in offsets.items():
+                    self.processed.setdefault(topic, {}).update(partitions)
+
+    def onQueryIdle(self, event: Any) -> None:  # noqa: N802 (Spark's name)
+        if self._mine(event):
+            self.metrics.last_progress.set(time.time())
+
+    def onQueryTerminated(self, event: Any) -> None:  # noqa: N802 (Spark's name)
+        if self._mine(event):
+            self.metrics.set_status("failed" if event.exception else None)
+
+    def processed_offsets(self) -> Offsets:
+        """A copy of the processed offsets."""
+        with self._lock:
+            return {topic: dict(parts) for topic, parts in self.processed.items()}
+
+
+def record_progress(metrics: Metrics, progress: Mapping[str, Any]) -> Offsets:
+    """Update ``metrics`` from one ``StreamingQueryProgress``; return its sources' end offsets."""
+    m = metrics
+    m.last_progress.set(time.time())
+    m.batches.inc()
+    rows = int(progress.get("numInputRows") or 0)
+    m.input_rows.inc(rows)
+    m.batch_rows.observe(rows)
+    m.input_rate.set(finite(progress.get("inputRowsPerSecond")) or 0.0)
+    m.processed_rate.set(finite(progress.get("processedRowsPerSecond")) or 0.0)
+    durations = progress.get("durationMs") or {}
+    for phase, ms in durations.items():
+        if phase == "triggerExecution":
+            m.batch_duration.observe(ms / 1000)
+        else:
+            m.batch_phase.labels("spark", phase).observe(ms / 1000)
+    watermark = (progress.get("eventTime") or {}).get("watermark")
+    if watermark and not watermark.startswith("1970-01-01"):
+        m.set_watermark(parse_timestamp_ms(watermark))
+    for operator in progress.get("stateOperators") or ():
+        name = operator.get("operatorName") or "state"
+        m.state_rows.labels(name).set(operator.get("numRowsTotal") or 0)
+        m.state_memory.labels(name).set(operator.get("memoryUsedBytes") or 0)
+    ends: Offsets = {}
+    for source in progress.get("sources") or ():
+        end, start = (
+            parse_offsets(source.get("endOffset")),
+            parse_offsets(source.get("startOffset")),
+        )
+        for topic in end:
+            m.records_read.labels(topic).inc(_read(source, end, start, topic))
+            ends.setdefault(topic, {}).update(end[topic])
+    return ends
+
+
+def _read(source: Mapping[str, Any], end: Offsets, start: Offsets, topic: str) -> int:
+    """Records read from ``topic``: the source's rows when it has one topic, else offset deltas."""
+    if len(end) == 1:
+        return int(source.get("numInputRows") or 0)
+    before = start.get(topic, {})
+    return sum(max(0, o - before.get(p, o)) for p, o in end[topic].items())
+
+
+def parse_offsets(text: object) -> Offsets:
+    """Kafka source offsets ``{"topic": {"0": 12, ...}}`` (JSON, or a dict's repr) as ints."""
+    if not isinstance(text, str) or not text.strip():
+        return {}
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        try:
+            raw = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        str(topic): {int(p): int(o) for p, o in parts.items()}
+        for topic, parts in raw.items()
+        if isinstance(parts, dict)
+    }
+
+
+def parse_timestamp_ms(text: str) -> int:
+    """Spark's ISO-8601 UTC timestamp (``2023-11-14T22:13:20.000Z``) in epoch milliseconds."""
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def compute_lag(latest: Offsets, processed: Offsets) -> dict[tuple[str, int], int]:
+    """``latest - processed`` per topic-partition known to both, never negative."""
+    return {
+        (topic, p): max(0, high - processed[topic][p])
+        for topic, parts in latest.items()
+        for p, high in parts.items()
+        if p in processed.get(topic, {})
+    }
+
+
+class LagMonitor:
+    """Every ``interval`` seconds, set ``trending_kafka_lag_records`` from the latest offsets."""
+
+    def __init__(
+        self,
+        metrics: Metrics,
+        listener: MetricsListener,
+        bootstrap: str,
+        extra: Mapping[str, str] | None = None,
+        interval: float = 10.0,
+    ) -> None:
+        self.metrics, self.listener, self.interval = metrics, listener, interval
+        settings = {**client_config(bootstrap, extra), "group.id": "trending-lag-monitor"}
+        self.consumer = Consumer({**settings, "enable.auto.commit": False})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="trending-lag", daemon=True)
+
+    def start(self) -> LagMonitor:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.poll_once()
+            except KafkaException as error:
+                log.warning("metrics: Kafka lag not updated: %s", error)
+
+    def poll_once(self) -> None:
+        """Fetch the latest offsets of the processed partitions and set the lag."""
+        processed = self.listener.processed_offsets()
+        latest: Offsets = {}
+        for topic, parts in processed.items():
+            for p in parts:
+                _low, high = self.consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=5, cached=False
+                )
+                latest.setdefault(topic, {})[p] = high
+        for (topic, p), lag in compute_lag(latest, processed).items():
+            self.metrics.kafka_lag.labels(topic, str(p)).set(lag)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.interval + 10)
+        self.consumer.close()
+
+
+class Monitoring:
+    """A job process's metrics: the HTTP endpoint, the query listener and the lag monitor."""
+
+    def __init__(
+        self,
+        spark: Any,
+        metrics: Metrics,
+        address: tuple[str, int],
+        bootstrap: str,
+        extra: Mapping[str, str] | None = None,
+        lag_interval: float = 10.0,
+    ) -> None:
+        self.spark, self.metrics = spark, metrics
+        self.query: Any = None
+        self.server = MetricsServer(metrics, *address)
+        self.listener = MetricsListener(metrics)
+        spark.streams.addListener(self.listener)
+        self.lag = LagMonitor(metrics, self.listener, bootstrap, extra, lag_interval).start()
+
+    def watch(self, query: Any, processor: HashtagBatchProcessor | None = None) -> None:
+        """Follow only ``query`` from now on, and the hashtags ``processor``'s batches."""
+        self.query = query
+        self.listener.query_id = str(query.id)
+        if query.isActive:
+            self.metrics.set_status("active")
+        if processor is not None:
+            self.attach(processor)
+
+    def attach(self, processor: HashtagBatchProcessor) -> None:
+        """Count the hashtags ``processor``'s batches (call before the query starts)."""
+        processor.observers.append(HashtagObserver(self.metrics, processor))
+
+    def close(self) -> None:
+        """Stop the lag monitor and the endpoint; remove the listener."""
+        self.spark.streams.removeListener(self.listener)
+        if self.query is not None and not self.query.isActive:  # the listener may not have heard
+            self.metrics.set_status("failed" if self.query.exception() else None)
+        self.lag.close()
+        self.server.close()
+
+
+def start_monitoring(
+    spark: Any, config: HashtagJobConfig, address: tuple[str, int], lag_interval: float = 10.0
+) -> Monitoring | None:
+    """Serve the hashtags job's metrics on ``address`` (host, port); None when the port is 0."""
+    if address[1] == 0:
+        return None
+    metrics = Metrics("hashtags", str(spark.version))
+    return Monitoring(spark, metrics, address, config.bootstrap, config.kafka_options, lag_interval)
