@@ -194,6 +194,7 @@ def run_job(config: Any, metrics_address: tuple[str, int] = ("127.0.0.1", 0)) ->
 
     def on_signal(signum: int, _frame: object) -> None:
         stop.set()  # py4j is not reentrant: the loop below stops the query, not the handler
+        print(f"trending: stopping on signal {signum} ...", file=sys.stderr)
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)

@@ -92,7 +92,7 @@ class WindowLogic(ABC):
         if time_ms < self._state.now_ms:
             raise InputError(f"the clock cannot go back from {self._state.now_ms} to {time_ms} ms")
         out: list[WindowEvent] = []
-        while (due := self._next_due()) is not None and due <= time_ms:
+        while (due := self.next_due()) is not None and due <= time_ms:
             due = self._state.now_ms = max(due, self._state.now_ms)
             self._on_tick(due, out)
             self._check_partition_age(out)
@@ -159,7 +159,8 @@ class WindowLogic(ABC):
         self._emit(out, EventKind.AFTER_INSERT, key, (record,))
         return part
 
-    def _next_due(self) -> int | None:
+    def next_due(self) -> int | None:
+        """The next clock instant at which a time policy has something due, if any."""
         dues = [self._next_timer_due()]
         if self._partition_eviction is not None:
             dues.append(self._partition_eviction.next_due(self._state))
