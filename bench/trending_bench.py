@@ -1,0 +1,180 @@
+"""`make bench-trending`: the hashtags job against its peers, on the same broker and tweets.
+
+Generates N tweets once (default 1M, topic ``bench-tweets-<N>``), then runs, one after another:
+the job end to end on local[2] (``trending run hashtags --available-now``), a plain
+confluent-kafka Python loop computing the same windows, and Spark's built-in
+``groupBy(window(ts, 5m, 1m), tag).count()`` in append mode. Prints tweets/s and peak memory
+(JVM + Python) of each. Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.procmem import run_measured
+from connectors.broker import LocalBroker, free_port
+from connectors.kafka import admin, ensure_topics
+from trending.generate import generate_tweets, produce_tweets
+
+ROOT = Path(__file__).resolve().parents[1]
+JOB = "trending job (local[2], e2e)"
+BUILTIN = "Spark built-in window count"
+PY = sys.executable
+
+
+def topic_size(bootstrap: str, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-size"})
+    try:
+        metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return 0
+        total = 0
+        for p in metadata.partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            total += high - low
+        return total
+    finally:
+        consumer.close()
+
+
+def ensure_data(bootstrap: str, count: int) -> str:
+    topic = f"bench-tweets-{count}"
+    if topic_size(bootstrap, topic) == count:
+        print(f"data: reusing {count:,} tweets in {topic}")
+        return topic
+    if topic_size(bootstrap, topic):
+        admin(bootstrap).delete_topics([topic])[topic].result()
+        time.sleep(2)
+    started = time.monotonic()
+    tweets = generate_tweets(
+        seed=42, count=count, start_ms=1_700_000_000_000, events_per_second=1000.0
+    )
+    produce_tweets(bootstrap, topic, tweets, partitions=4)
+    print(f"data: produced {count:,} tweets to {topic} in {time.monotonic() - started:.1f}s")
+    return topic
+
+
+def run_job(bootstrap: str, topic: str, work: Path) -> dict[str, float]:
+    out = f"bench-trending-{uuid.uuid4().hex[:8]}"
+    command = [
+        str(ROOT / ".venv/bin/trending"), "run", "hashtags", "--available-now",
+        "--master", "local[2]", "--shuffle-partitions", "2",
+        "--bootstrap-servers", bootstrap, "--input-topic", topic, "--output-topic", out,
+        "--late-topic", out + "-late", "--dead-letter-topic", out + "-dlq",
+        "--checkpoint", str(work / out),
+    ]  # fmt: skip
+    wall, peak, text = run_measured(command)
+    match = re.search(r"(\d+) tweets, .* ([\d.]+)s from first read to last commit", text)
+    if match is None:
+        raise RuntimeError(f"no summary in the job's output:\n{text[-2000:]}")
+    return {
+        "tweets": int(match.group(1)),
+        "seconds": float(match.group(2)),
+        "wall": wall,
+        "peak": peak,
+    }
+
+
+def run_plain(bootstrap: str, topic: str) -> dict[str, float]:
+    out = f"bench-plain-{uuid.uuid4().hex[:8]}"
+    ensure_topics(bootstrap, [out], 4)
+    wall, peak, text = run_measured([PY, str(ROOT / "bench/plain_loop.py"), bootstrap, topic, out])
+    match = re.search(r"tweets=(\d+) seconds=([\d.]+)", text)
+    assert match, text[-2000:]
+    return {
+        "tweets": int(match.group(1)),
+        "seconds": float(match.group(2)),
+        "wall": wall,
+        "peak": peak,
+    }
+
+
+def run_builtin(bootstrap: str, topic: str, work: Path, count: int) -> dict[str, float]:
+    out = f"bench-builtin-{uuid.uuid4().hex[:8]}"
+    ensure_topics(bootstrap, [out], 4)
+    command = [PY, str(ROOT / "bench/spark_builtin.py"), bootstrap, topic, out, str(work / out)]
+    wall, peak, text = run_measured(command)
+    match = re.search(r"rows=(\d+) seconds=([\d.]+)", text)
+    assert match, text[-2000:]
+    return {"tweets": count, "seconds": float(match.group(2)), "wall": wall, "peak": peak}
+
+
+def run_extractors(bootstrap: str, topic: str) -> dict[str, float]:
+    """Tweets/s of the hashtag step as the JVM function and as an Arrow UDF."""
+    _, _, text = run_measured([PY, str(ROOT / "bench/extractor_bench.py"), bootstrap, topic])
+    rates = {}
+    for name, rows, seconds in re.findall(r"name=(.+?) rows=(\d+) seconds=([\d.]+)", text):
+        rates[name] = int(rows) / float(seconds)
+    return rates
+
+
+def report(results: dict[str, dict[str, float]]) -> None:
+    print()
+    header = ("tweets", "seconds", "tweets/s", "wall s", "wall t/s", "peak MB")
+    print(f"{'run':<34}" + "".join(f"{h:>11}" for h in header))
+    for name, r in results.items():
+        cells = (
+            f"{int(r['tweets']):,}",
+            f"{r['seconds']:.2f}",
+            f"{r['tweets'] / r['seconds']:,.0f}",
+            f"{r['wall']:.1f}",
+            f"{r['tweets'] / r['wall']:,.0f}",
+            f"{r['peak'] / 2**20:,.0f}",
+        )
+        print(f"{name:<34}" + "".join(f"{c:>11}" for c in cells))
+    job = results[JOB]
+    rate = job["tweets"] / job["seconds"]
+    print()
+    for name, peer in results.items():
+        if name != JOB:
+            print(f"job vs {name}: {rate / (peer['tweets'] / peer['seconds']):.2f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--count", type=int, default=1_000_000)
+    parser.add_argument("--skip", nargs="*", default=[], choices=["plain", "builtin", "extractor"])
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", PY)
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    broker = None
+    if not bootstrap:
+        broker = LocalBroker(free_port(), ROOT / "build" / "bench" / "broker")
+        broker.start()
+        broker.wait_ready(90)
+        bootstrap = broker.bootstrap
+    try:
+        topic = ensure_data(bootstrap, args.count)
+        with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+            work = Path(tmp)
+            results = {JOB: run_job(bootstrap, topic, work)}
+            print("job done")
+            if "plain" not in args.skip:
+                results["plain confluent-kafka loop"] = run_plain(bootstrap, topic)
+                print("plain loop done")
+            if "builtin" not in args.skip:
+                results[BUILTIN] = run_builtin(bootstrap, topic, work, args.count)
+            report(results)
+            if "extractor" not in args.skip:
+                print("\nhashtag step alone (decode + extract, noop sink, warm JVM):")
+                for name, rate in run_extractors(bootstrap, topic).items():
+                    print(f"  {name:<20}{rate:>12,.0f} tweets/s")
+    finally:
+        if broker is not None:
+            broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
