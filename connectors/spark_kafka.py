@@ -8,7 +8,7 @@ schema registry the 5-byte Confluent header (magic byte 0 + schema id) is checke
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -82,8 +82,20 @@ def _nullable(avro_type: object) -> bool:
     return avro_type == "null" or (isinstance(avro_type, list) and "null" in avro_type)
 
 
-def decode_avro(df: DataFrame, schema_json: str, confluent: bool) -> DataFrame:
-    """Add ``record`` (decoded struct or null) and ``reason`` (why it is null) to Kafka rows."""
+def projected_schema(schema_json: str, fields: Sequence[str]) -> str:
+    """The record schema keeping only ``fields``: a reader schema Avro resolves against."""
+    schema = json.loads(schema_json)
+    schema["fields"] = [f for f in schema["fields"] if f["name"] in fields]
+    return json.dumps(schema)
+
+
+def decode_avro(
+    df: DataFrame, schema_json: str, confluent: bool, fields: Sequence[str] | None = None
+) -> DataFrame:
+    """Add ``record`` (decoded struct or null) and ``reason`` (why it is null) to Kafka rows.
+
+    ``fields`` limits the decoded struct to those fields (the others are skipped, not built).
+    """
     body: Column = F.col("value")
     bad_header: Column = F.lit(False)
     if confluent:
@@ -91,10 +103,14 @@ def decode_avro(df: DataFrame, schema_json: str, confluent: bool) -> DataFrame:
         bad_header = (F.length("value") < CONFLUENT_HEADER_BYTES) | (
             F.expr("substring(value, 1, 1)") != F.lit(b"\x00")
         )
-    record = from_avro(body, schema_json, {"mode": "PERMISSIVE"})
+    options = {"mode": "PERMISSIVE"}
+    reader_schema = schema_json
+    if fields is not None:
+        reader_schema = options["avroSchema"] = projected_schema(schema_json, fields)
+    record = from_avro(body, schema_json, options)
     # PERMISSIVE decoding yields a struct of nulls for bytes that do not decode: a null in a
     # field the schema declares non-nullable is how a malformed value shows.
-    missing = [record.getField(name).isNull() for name in required_fields(schema_json)]
+    missing = [record.getField(name).isNull() for name in required_fields(reader_schema)]
     undecodable = record.isNull()
     for check in missing:
         undecodable = undecodable | check

@@ -23,7 +23,7 @@ from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
 from trending.checkpoint import SnapshotStore, reconcile_spark_log
 from trending.errors import UserError
-from trending.spark.tweet_batches import COUNTED, LATE, plan_batch, warm_up
+from trending.spark.tweet_batches import COUNTED, LATE, SIDE_COLUMNS, plan_batch, warm_up
 from trending.windows.sliding import SlidingWindows
 from trending.windows.sliding_topk import SlidingTopK, SlidingTopKState, TopKUpdate
 
@@ -61,7 +61,7 @@ class HashtagJobConfig:
     spark_kafka_options: Mapping[str, str] = field(default_factory=dict)
     kafka_options: Mapping[str, str] = field(default_factory=dict)
     spark_conf: Mapping[str, str] = field(default_factory=dict)
-    warm_up_rows: int = 20_000
+    warm_up_rows: int = 200_000
 
     @property
     def windows(self) -> SlidingWindows:
@@ -213,22 +213,13 @@ def _split(
     counted, side, newest, on_time = [], [], None, 0
     for i, kind in enumerate(columns["kind"]):
         if kind != COUNTED:
-            side.append(
-                (
-                    kind,
-                    columns["partition"][i],
-                    columns["offset"][i],
-                    columns["key"][i],
-                    columns["value"][i],
-                    columns["reason"][i],
-                )
-            )
-        elif columns["tag"][i] is not None:
+            side.append(tuple(columns[c][i] for c in ("kind", *SIDE_COLUMNS)))
+            continue
+        if columns["tag"][i] is not None:
             counted.append((columns["pane_start"][i], columns["tag"][i], columns["n"][i]))
-        else:  # the per-pane row of all on-time tweets
-            on_time += columns["n"][i]
-            max_event = columns["max_event_ms"][i]
-            newest = max_event if newest is None else max(newest, max_event)
+        on_time += columns["tweets"][i]
+        max_event = columns["max_event_ms"][i]
+        newest = max_event if newest is None else max(newest, max_event)
     return counted, newest, on_time, side
 
 
@@ -282,9 +273,6 @@ def start_query(
     processor = HashtagBatchProcessor(config)
     if on_processor is not None:
         on_processor(processor)  # e.g. attach metrics before the first batch
-    if config.warm_up_rows:
-        confluent = config.schema_registry_url is not None
-        warm_up(spark, processor.tweet_schema, confluent, config.windows, config.warm_up_rows)
     options = source_options(
         config.bootstrap,
         config.input_topic,
@@ -292,6 +280,11 @@ def start_query(
         config.max_offsets_per_trigger,
         config.spark_kafka_options,
     )
+    if config.warm_up_rows:
+        confluent = config.schema_registry_url is not None
+        warm_up(
+            spark, processor.tweet_schema, confluent, config.windows, config.warm_up_rows, options
+        )
     writer = (
         read_kafka_stream(spark, options)
         .writeStream.queryName(f"trending-hashtags-{processor.job_id}")
