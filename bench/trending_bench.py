@@ -3,7 +3,8 @@
 Generates N tweets once (default 1M, topic ``bench-tweets-<N>``), then runs, one after another:
 the job end to end on local[2] (``trending run hashtags --available-now``), a plain
 confluent-kafka Python loop computing the same windows, and Spark's built-in
-``groupBy(window(ts, 5m, 1m), tag).count()`` in append mode. Prints tweets/s and peak memory
+``groupBy(window(ts, 5m, 1m), tag).count()`` in append mode, ``--repeat`` rounds (default 3). Prints
+the median round's tweets/s and peak memory
 (JVM + Python) of each. Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
 """
 
@@ -28,6 +29,7 @@ from trending.generate import generate_tweets, produce_tweets
 ROOT = Path(__file__).resolve().parents[1]
 JOB = "trending job (local[2], e2e)"
 BUILTIN = "Spark built-in window count"
+PLAIN = "plain confluent-kafka loop"
 PY = sys.executable
 
 
@@ -119,10 +121,16 @@ def run_extractors(bootstrap: str, topic: str) -> dict[str, float]:
     return rates
 
 
+def median_run(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The run with the median processing time (its own wall time and memory)."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    return ordered[len(ordered) // 2]
+
+
 def report(results: dict[str, dict[str, float]]) -> None:
     print()
     header = ("tweets", "seconds", "tweets/s", "wall s", "wall t/s", "peak MB")
-    print(f"{'run':<34}" + "".join(f"{h:>11}" for h in header))
+    print(f"{'run (median of the rounds)':<34}" + "".join(f"{h:>11}" for h in header))
     for name, r in results.items():
         cells = (
             f"{int(r['tweets']):,}",
@@ -144,6 +152,7 @@ def report(results: dict[str, dict[str, float]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; the median is shown")
     parser.add_argument("--skip", nargs="*", default=[], choices=["plain", "builtin", "extractor"])
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", PY)
@@ -158,13 +167,17 @@ def main() -> int:
         topic = ensure_data(bootstrap, args.count)
         with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
             work = Path(tmp)
-            results = {JOB: run_job(bootstrap, topic, work)}
-            print("job done")
-            if "plain" not in args.skip:
-                results["plain confluent-kafka loop"] = run_plain(bootstrap, topic)
-                print("plain loop done")
-            if "builtin" not in args.skip:
-                results[BUILTIN] = run_builtin(bootstrap, topic, work, args.count)
+            runs: dict[str, list[dict[str, float]]] = {}
+            for round_ in range(1, args.repeat + 1):
+                runs.setdefault(JOB, []).append(run_job(bootstrap, topic, work))
+                if "plain" not in args.skip:
+                    runs.setdefault(PLAIN, []).append(run_plain(bootstrap, topic))
+                if "builtin" not in args.skip:
+                    runs.setdefault(BUILTIN, []).append(
+                        run_builtin(bootstrap, topic, work, args.count)
+                    )
+                print(f"round {round_}/{args.repeat} done", flush=True)
+            results = {name: median_run(rs) for name, rs in runs.items()}
             report(results)
             if "extractor" not in args.skip:
                 print("\nhashtag step alone (decode + extract, noop sink, warm JVM):")
