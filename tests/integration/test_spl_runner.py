@@ -232,3 +232,122 @@ def test_event_time_window_closes_when_the_watermark_passes(spark: Any, tmp_path
         ("a", "after_flush", BASE_MS + 10_000)
     ]
     assert json.loads(out[0]["tuples"]) == a_rows
+
+
+# The seed's partitioned data items 1a 2b 3a 4b 5b 6b 7a 8a 9b 10b 11a 13a
+SEED_ITEMS = [(1, "a"), (2, "b"), (3, "a"), (4, "b"), (5, "b"), (6, "b"), (7, "a"), (8, "a")]
+SEED_ITEMS += [(9, "b"), (10, "b"), (11, "a"), (13, "a")]
+SEED_ROWS = [{"user": p, "id": v, "v": v, "ts": v * 1000} for v, p in SEED_ITEMS]
+
+
+def run_in_files(
+    spark: Any, spec: dict[str, Any], tmp: Path, per_file: int, restart_after: int | None = None
+) -> tuple[Sink, list[int]]:
+    """Feed ``SEED_ROWS``-like rows in files of ``per_file`` rows, one micro-batch each,
+    restarting the query on its checkpoint after ``restart_after`` files; also returns the
+    state rows Spark reported after each batch."""
+    source, checkpoint, sink = tmp / "in", tmp / "chk", Sink()
+    source.mkdir(parents=True)
+    files = [SEED_ROWS[i : i + per_file] for i in range(0, len(SEED_ROWS), per_file)]
+    parts = [files] if restart_after is None else [files[:restart_after], files[restart_after:]]
+    state_rows: list[int] = []
+    for part in parts:
+        query = start(count_window(spark, spec, source), checkpoint, sink)
+        try:
+            for rows in part:
+                write_batch(source, rows)
+                query.processAllAvailable()
+                state_rows.append(query.lastProgress["stateOperators"][0]["numRowsTotal"])
+        finally:
+            query.stop()
+    return sink, state_rows
+
+
+def triggers(events: Events) -> dict[str, list[list[int]]]:
+    return {
+        user: [[t["v"] for t in tuples] for kind, _, tuples, _ in got if kind == "trigger"]
+        for user, got in events.items()
+    }
+
+
+def test_seed_transcript_same_events_for_any_batching_and_across_a_restart(
+    spark: Any, tmp_path: Path
+) -> None:
+    #   sliding count(4), trigger count(2), partitioned by user, the seed's items:
+    #   a: () -> (1) -> *(3, 1) -> (7, 3, 1) -> *(8, 7, 3, 1) -> (11, 8, 7, 3) -> *(13, 11, 8, 7)
+    #   b: () -> (2) -> *(4, 2) -> (5, 4, 2) -> *(6, 5, 4, 2) -> (9, 6, 5, 4) -> *(10, 9, 6, 5)
+    #   fed as 12 files of 1 row, 4 files of 3 rows, and 4 files of 3 with a restart after 2
+    spec = {"kind": "sliding", "evict": {"count": 4}, "trigger": {"count": 2}}
+    runs = [
+        run_in_files(spark, spec, tmp_path / "ones", 1)[0].events(),
+        run_in_files(spark, spec, tmp_path / "threes", 3)[0].events(),
+        run_in_files(spark, spec, tmp_path / "restart", 3, restart_after=2)[0].events(),
+    ]
+    assert runs[0] == runs[1] == runs[2] == pure_events(spec, SEED_ROWS)
+    assert triggers(runs[0]) == {
+        "a": [[1, 3], [1, 3, 7, 8], [7, 8, 11, 13]],
+        "b": [[2, 4], [2, 4, 5, 6], [5, 6, 9, 10]],
+    }
+
+
+def pure_whole_events(spec: dict[str, Any], rows: list[dict[str, Any]]) -> Events:
+    """The core's events of one partitioned window over all ``rows`` (id order), per user,
+    ``seq`` numbering the whole window's events like the runner does."""
+    from trending.windows.spl.keyed import pure_partitioned_inputs
+
+    ordered = sorted(rows, key=lambda r: r["id"])
+    inputs = pure_partitioned_inputs((None, r["user"], r) for r in ordered)
+    out: Events = defaultdict(list)
+    for seq, e in enumerate(parse_spec(spec).build().run(inputs)):
+        out[str(e.partition)].append((e.kind.value, seq, [dict(t) for t in e.tuples], None))
+    return dict(out)
+
+
+def test_partition_eviction_keeps_spark_state_rows_bounded(spark: Any, tmp_path: Path) -> None:
+    #   40 users in turn (u00 u07 u14 ...), 3 rows each, in 4 files; partitionCount(5), LRU:
+    #   Spark keeps 1 window row + at most 5 partition rows, whatever the number of users
+    spec = {
+        "kind": "sliding",
+        "evict": {"count": 2},
+        "partition_by": "user",
+        "partition_eviction": {"count": 5, "select": "lru"},
+    }
+    users = [f"u{n:02d}" for n in range(40)]
+    rows = [
+        {"user": users[(i * 7) % 40], "id": i, "v": i, "ts": i * 1000}
+        for i in range(len(users) * 3)
+    ]
+    source, sink = tmp_path / "in", Sink()
+    source.mkdir()
+    query = start(count_window(spark, spec, source), tmp_path / "chk", sink)
+    state_rows = []
+    try:
+        for batch in range(4):
+            write_batch(source, rows[batch * 30 : (batch + 1) * 30])
+            query.processAllAvailable()
+            state_rows.append(query.lastProgress["stateOperators"][0]["numRowsTotal"])
+    finally:
+        query.stop()
+    assert sink.events() == pure_whole_events(spec, rows)
+    # users come back only after the 39 others: every insertion but the first 5 evicts one
+    assert sum(r["event"] == "partition_evict" for r in sink.rows) == len(rows) - 5
+    assert state_rows == [1 + 5] * 4  # the window row + the 5 live partitions' rows
+
+
+def test_whole_window_same_events_for_any_batching_and_across_a_restart(
+    spark: Any, tmp_path: Path
+) -> None:
+    #   the seed's items, sliding count(4) + count(2) with tupleCount(5): a's and b's windows
+    #   compete for 5 tuples; 1-row files vs 3-row files vs a restart give the same events
+    spec = {
+        "kind": "sliding",
+        "evict": {"count": 4},
+        "trigger": {"count": 2},
+        "partition_by": "user",
+        "partition_eviction": {"tuples": 5, "select": "lru"},
+    }
+    ones, ones_rows = run_in_files(spark, spec, tmp_path / "ones", 1)
+    threes, _ = run_in_files(spark, spec, tmp_path / "threes", 3, restart_after=2)
+    assert ones.events() == threes.events() == pure_whole_events(spec, SEED_ROWS)
+    assert any(r["event"] == "partition_evict" for r in ones.rows)
+    assert max(ones_rows) <= 1 + 2  # two users at most: the window row + a row per partition

@@ -24,9 +24,14 @@ from trending.windows.spl.keyed import (
     KeyState,
     check_keyed,
     event_row,
+    join_snapshot,
+    on_partitioned_rows,
     on_rows,
     on_timer,
     pure_inputs,
+    pure_partitioned_inputs,
+    runs_whole,
+    split_snapshot,
     to_record,
 )
 
@@ -110,8 +115,8 @@ def test_a_timer_moves_the_clock_to_the_later_of_timer_and_now() -> None:
     step = on_rows(spec, 7, KeyState(), [(100, {"i": 0}), (200, {"i": 1})])
     assert step.register_timer == 1100
     fired = on_timer(spec, step.state, 1100, now_ms=5000)
+    assert step.events[0].kind.value == "initial_full"  # full from the start
     assert [e.kind.value for e in fired.events] == [
-        "initial_full",
         "before_evict",
         "after_evict",
         "before_evict",
@@ -181,16 +186,6 @@ def test_to_record_makes_pandas_values_plain() -> None:
 @pytest.mark.parametrize(
     ("raw", "mode", "message"),
     [
-        (
-            {
-                "kind": "tumbling",
-                "evict": {"count": 2},
-                "partition_by": "u",
-                "partition_eviction": {"count": 3},
-            },
-            "none",
-            "partition_eviction: cannot run per key",
-        ),
         ({"kind": "tumbling", "evict": "punct"}, "none", "punctuation"),
         ({"kind": "tumbling", "evict": {"time": 1}}, "none", "needs time_mode"),
         ({"kind": "tumbling", "evict": {"count": 1}}, "wall", "time_mode: must be one of"),
@@ -202,3 +197,48 @@ def test_check_keyed_refuses_what_cannot_run_per_key(
     with pytest.raises(SpecError, match=message):
         check_keyed(parse_spec(raw), mode)
     check_keyed(parse_spec({"kind": "tumbling", "evict": {"time": 1}}), "event")
+
+
+EVICTING = {
+    "kind": "sliding",
+    "evict": {"count": 3},
+    "trigger": {"count": 2},
+    "partition_by": "u",
+    "partition_eviction": {"tuples": 5, "select": "lru"},
+}
+
+
+def test_a_spec_with_partition_eviction_runs_whole() -> None:
+    spec = parse_spec(EVICTING)
+    check_keyed(spec, "none")
+    assert runs_whole(spec)
+    assert not runs_whole(parse_spec({**EVICTING, "partition_eviction": None}))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    users=st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=40),
+    cuts=st.lists(st.integers(0, 40), max_size=6),
+)
+def test_a_whole_window_gives_the_same_events_whatever_the_batches(
+    users: list[str], cuts: list[int]
+) -> None:
+    #   rows i = 0.. with users drawn from a..g, cut into batches anywhere; the state goes
+    #   through split_snapshot / join_snapshot (the engine's rows) between batches:
+    #   events == one pure run of the partitioned window over all rows
+    spec = parse_spec(EVICTING)
+    rows = [(None, user, {"i": i, "u": user}) for i, user in enumerate(users)]
+    bounds = [0, *sorted({c for c in cuts if c < len(rows)}), len(rows)]
+    state, events = KeyState(), list[WindowEvent]()
+    for begin, end in itertools.pairwise(bounds):
+        step = on_partitioned_rows(spec, state, rows[begin:end])
+        assert step.state.snapshot is not None
+        meta, parts = split_snapshot(step.state.snapshot)
+        assert len(parts) == len(step.state.snapshot["partitions"])
+        snapshot = join_snapshot(json.loads(json.dumps(meta)), parts)
+        state, events = KeyState(snapshot, step.state.emitted, None), events + step.events
+    expected = list(spec.build().run(pure_partitioned_inputs(rows)))
+    assert [(e.kind, e.partition, list(e.tuples)) for e in events] == [
+        (e.kind, e.partition, list(e.tuples)) for e in expected
+    ]
+    assert sum(len(p["entries"]) for p in state.snapshot["partitions"]) <= 5  # type: ignore[index]

@@ -27,8 +27,14 @@ tuple being the input row's columns as a JSON object, timestamps as epoch ms), `
 (window clock) and ``summary`` (JSON, tumbling summarizers), or the rows a user function
 makes of each event (``output=fn`` with ``output_schema``).
 
-Partition eviction compares all partitions and is refused here (see
-:func:`trending.windows.spl.keyed.check_keyed`).
+A spec with ``partition_eviction`` runs whole (:func:`trending.windows.spl.keyed.runs_whole`):
+every row goes to one Spark grouping key that holds the whole partitioned window, each row into
+the partition of its ``key`` column, so LRU, partition count and tuple count compare all
+partitions as in the core. Its state is one ``ValueState`` row (clock, counters, timer, the
+partitions' order) plus one ``MapState`` row per live partition; evicting a partition removes
+its row, so the state rows Spark reports (``numRowsTotal``) stay bounded by the limit. Such a
+query runs on one task (one key), and ``seq`` numbers all events of the window in the order
+they fired. Give ``order_by`` so rows of a batch go in a deterministic order.
 """
 
 from __future__ import annotations
@@ -59,9 +65,13 @@ from trending.windows.spl.keyed import (
     TimeMode,
     check_keyed,
     event_row,
+    join_snapshot,
+    on_partitioned_rows,
     on_rows,
     on_timer,
     plain_value,
+    runs_whole,
+    split_snapshot,
     to_record,
 )
 from trending.windows.spl.spec import SpecError, WindowSpec, parse_spec
@@ -77,6 +87,9 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 NO_DATA_CONF = "spark.sql.streaming.noDataMicroBatches.enabled"
 TIME_COLUMN = "spl_runner_time_ms"
 TIME_STAMP_COLUMN = "spl_runner_time"
+GROUP_COLUMN = "spl_runner_window"
+PARTITION_KEY_SCHEMA = StructType([StructField("partition", StringType(), False)])
+PARTITION_SCHEMA = StructType([StructField("state", StringType(), False)])
 STATE_SCHEMA = StructType(
     [
         StructField("snapshot", StringType(), True),
@@ -148,11 +161,18 @@ def apply_window(
     for column in [key, *_names(order_by), *([time_column] if time_column else [])]:
         if column not in fields:
             raise SplRunnerError(f"no column {column!r} in the DataFrame: {sorted(fields)}")
-    if {TIME_COLUMN, TIME_STAMP_COLUMN} & set(fields):
-        raise SplRunnerError(f"{TIME_COLUMN} and {TIME_STAMP_COLUMN} are the runner's columns")
+    if {TIME_COLUMN, TIME_STAMP_COLUMN, GROUP_COLUMN} & set(fields):
+        raise SplRunnerError(
+            f"{TIME_COLUMN}, {TIME_STAMP_COLUMN} and {GROUP_COLUMN} are the runner's columns"
+        )
     record_columns = list(fields)
     if time_mode == "event":
         df = _with_event_time(df, time_column, watermark)
+    whole = runs_whole(window)
+    if whole:
+        from pyspark.sql import functions as F
+
+        df = df.withColumn(GROUP_COLUMN, F.lit(0))
     schema = _output_schema(fields[key], output, output_schema)
     processor = SplProcessor(
         window,
@@ -163,8 +183,9 @@ def apply_window(
         _names(order_by),
         output if callable(output) else None,
         None if kinds is None else frozenset(kinds),
+        whole,
     )
-    return df.groupBy(key).transformWithStateInPandas(
+    return df.groupBy(GROUP_COLUMN if whole else key).transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=schema,
         outputMode="Append",
@@ -185,15 +206,24 @@ class SplProcessor(StatefulProcessor):
         order_by: list[str],
         mapper: EventMapper | None,
         kinds: frozenset[str] | None,
+        whole: bool = False,
     ) -> None:
         self.spec, self.key_column, self.time_mode = spec, key_column, time_mode
         self.record_columns, self.input_columns = record_columns, input_columns
         self.order_by = order_by
         self.mapper, self.kinds = mapper, kinds
+        self.whole = whole
+        self.stored: dict[str, str] = {}  # whole window: the partition rows as loaded
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.state = handle.getValueState("spl_window", STATE_SCHEMA)
+        if self.whole:
+            self.state = handle.getValueState("spl_window_meta", STATE_SCHEMA)
+            self.parts = handle.getMapState(
+                "spl_partitions", PARTITION_KEY_SCHEMA, PARTITION_SCHEMA
+            )
+        else:
+            self.state = handle.getValueState("spl_window", STATE_SCHEMA)
 
     # Spark's names, and Spark passes these arguments by keyword
     def handleInputRows(  # noqa: N802
@@ -215,13 +245,14 @@ class SplProcessor(StatefulProcessor):
             else [None] * len(records)
         )
         clock = timerValues.getCurrentProcessingTimeInMs()
-        step = on_rows(
-            self.spec,
-            key_value,
-            self._load(),
-            zip(times, records, strict=True),
-            clock if self.time_mode == "processing" else None,
-        )
+        now = clock if self.time_mode == "processing" else None
+        if self.whole:
+            keys = [record[self.key_column] for record in records]
+            rows = zip(times, keys, records, strict=True)
+            step = on_partitioned_rows(self.spec, self._load(), rows, now)
+        else:
+            pairs = zip(times, records, strict=True)
+            step = on_rows(self.spec, key_value, self._load(), pairs, now)
         yield from self._commit(key_value, step)
 
     def handleExpiredTimer(  # noqa: N802
@@ -244,10 +275,27 @@ class SplProcessor(StatefulProcessor):
         pass
 
     def _load(self) -> KeyState:
-        return KeyState.from_row(self.state.get() if self.state.exists() else None)
+        state = KeyState.from_row(self.state.get() if self.state.exists() else None)
+        if not self.whole or state.snapshot is None:
+            return state
+        self.stored = {k[0]: v[0] for k, v in self.parts.iterator()} if self.parts.exists() else {}
+        return KeyState(join_snapshot(state.snapshot, self.stored), state.emitted, state.timer_ms)
+
+    def _save(self, state: KeyState) -> None:
+        if not self.whole or state.snapshot is None:
+            self.state.update(state.to_row())
+            return
+        meta, parts = split_snapshot(state.snapshot)
+        self.state.update(KeyState(meta, state.emitted, state.timer_ms).to_row())
+        for pid, text in parts.items():
+            if self.stored.get(pid) != text:
+                self.parts.updateValue((pid,), (text,))
+        for pid in self.stored.keys() - parts.keys():  # evicted (or flushed) partitions
+            self.parts.removeKey((pid,))
+        self.stored = parts
 
     def _commit(self, key: Any, step: Step) -> Iterator[pd.DataFrame]:
-        self.state.update(step.state.to_row())
+        self._save(step.state)
         if step.delete_timer is not None:
             self.handle.deleteTimer(step.delete_timer)
         if step.register_timer is not None:
@@ -257,10 +305,11 @@ class SplProcessor(StatefulProcessor):
         for seq, event in enumerate(step.events, start=first):
             if self.kinds is not None and event.kind.value not in self.kinds:
                 continue
+            where = event.partition if self.whole else key
             rows.extend(
-                self.mapper(key, event)
+                self.mapper(where, event)
                 if self.mapper
-                else [event_row(key, event, seq, self.key_column)]
+                else [event_row(where, event, seq, self.key_column)]
             )
         if rows:
             yield pd.DataFrame(rows)

@@ -30,10 +30,9 @@ deleted. A tumbling window's trigger *is* its flush, so tumbling windows fire no
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from enum import Enum
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 Record: TypeAlias = Mapping[str, Any]
 """A tuple in the window: a mapping from attribute names to values (JSON-able for snapshots)."""
@@ -65,17 +64,19 @@ class EventKind(str, Enum):
     PARTITION_EVICT = "partition_evict"
 
 
-@dataclass(frozen=True)
-class WindowEvent:
+class WindowEvent(NamedTuple):
     """One window event: its kind, partition, the tuples it concerns and when it fired.
 
     ``time_ms`` is the window clock at the event. ``summary`` holds the tumbling summarizers'
     results on ``before_flush``/``after_flush`` of a window that has summarizers, else ``None``.
+    ``tuples`` is a read-only sequence; for window content (trigger, flush, ...) it is a view
+    made in O(1), not a copy of the window, that keeps the content of the moment it fired.
+    An immutable named tuple, because windows make millions of them.
     """
 
     kind: EventKind
     partition: PartitionKey
-    tuples: tuple[Record, ...] = ()
+    tuples: Sequence[Record] = ()
     time_ms: int = 0
     summary: Mapping[str, Any] | None = None
 

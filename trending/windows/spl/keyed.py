@@ -21,8 +21,15 @@ trigger or tumbling flush ``k * period``, or the oldest tuple's time eviction ``
 
 Each key's window is an ordinary non-partitioned core window whose partition is the key, so
 the events equal those of ``spec.build()`` fed the key's rows alone (:func:`pure_inputs`).
-Partition eviction compares partitions with each other and cannot run key by key:
-:func:`check_keyed` refuses it, as it refuses punctuation (a DataFrame row carries none).
+
+Partition eviction compares partitions with each other (LRU, partition count, tuple count), so
+a spec with ``partition_eviction`` runs *whole* (:func:`runs_whole`): one engine key holds the
+whole partitioned window, each row goes into the partition of its key column, and the events
+equal those of ``spec.build()`` fed every row in order (:func:`pure_partitioned_inputs`).
+The engine then stores the window as one row of window-level state plus one row per live
+partition (:func:`split_snapshot` / :func:`join_snapshot`), deleting the rows of evicted
+partitions, so its state stays as bounded as the window. :func:`check_keyed` refuses
+punctuation (a DataFrame row carries none).
 """
 
 from __future__ import annotations
@@ -80,18 +87,16 @@ class Step:
     register_timer: int | None = None
 
 
+def runs_whole(spec: WindowSpec) -> bool:
+    """Whether ``spec`` must run as one whole partitioned window (it evicts partitions)."""
+    return spec.window.partition_eviction is not None
+
+
 def check_keyed(spec: WindowSpec, time_mode: str) -> None:
-    """Raise :class:`SpecError` if ``spec`` cannot run key by key in ``time_mode``."""
+    """Raise :class:`SpecError` if ``spec`` cannot run in an engine in ``time_mode``."""
     if time_mode not in TIME_MODES:
         raise SpecError(f"time_mode: must be one of {list(TIME_MODES)}, got {time_mode!r}")
     window = spec.window
-    if window.partition_eviction is not None:
-        raise SpecError(
-            "partition_eviction: cannot run per key; evicting partitions compares all "
-            "partitions at once (LRU, partition count, tuple count), but each key's window "
-            "lives in its own keyed state and sees only its own key. Drop it (keys without a "
-            "timer cost only their state), or run the pure core on one key for all rows."
-        )
     policies: list[Policy] = [window.evict]
     if isinstance(window, SlidingWindow):
         policies.append(window.trigger)
@@ -118,15 +123,46 @@ def on_rows(
     A row's ``time_ms`` (event time) moves the clock first, clamped to the clock; ``None``
     leaves it. ``clock_ms`` (processing time) moves the clock once, before the first row.
     """
+    keyed = ((time_ms, key, record) for time_ms, record in rows)
+    return on_partitioned_rows(spec, state, keyed, clock_ms)
+
+
+def on_partitioned_rows(
+    spec: WindowSpec,
+    state: KeyState,
+    rows: Iterable[tuple[int | None, PartitionKey, Record]],
+    clock_ms: int | None = None,
+) -> Step:
+    """Insert ``rows`` ``(time_ms, partition, record)``, oldest first, into one window whose
+    partitions they name (a window that :func:`runs_whole`); clock as :func:`on_rows`."""
     window = spec.build(state.snapshot)
     events: list[WindowEvent] = []
     if clock_ms is not None:
         events += window.advance_to(max(clock_ms, window.now_ms))
-    for time_ms, record in rows:
+    for time_ms, key, record in rows:
         if time_ms is not None and time_ms > window.now_ms:
             events += window.advance_to(time_ms)
         events += window.insert(record, key)
     return _finish(window, state, events)
+
+
+def split_snapshot(snapshot: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A window snapshot as ``(window-level part, {partition id: partition JSON})``.
+
+    The partition id is the JSON of its key; the window-level part keeps the partitions'
+    order (creation order, which orders events across partitions) as a list of ids.
+    """
+    parts = {_json(part["key"]): _json(part) for part in snapshot["partitions"]}
+    meta = {name: value for name, value in snapshot.items() if name != "partitions"}
+    meta["order"] = list(parts)
+    return meta, parts
+
+
+def join_snapshot(meta: Mapping[str, Any], parts: Mapping[str, str]) -> dict[str, Any]:
+    """Inverse of :func:`split_snapshot`."""
+    snapshot = {name: value for name, value in meta.items() if name != "order"}
+    snapshot["partitions"] = [json.loads(parts[pid]) for pid in meta["order"]]
+    return snapshot
 
 
 def on_timer(spec: WindowSpec, state: KeyState, fired_ms: int, now_ms: int | None = None) -> Step:
@@ -192,9 +228,16 @@ def plain_value(value: Any) -> Any:
 
 def pure_inputs(key: PartitionKey, rows: Iterable[tuple[int | None, Record]]) -> list[Input]:
     """The core inputs equivalent to feeding ``rows`` of ``key`` to :func:`on_rows`."""
+    return pure_partitioned_inputs((time_ms, key, record) for time_ms, record in rows)
+
+
+def pure_partitioned_inputs(
+    rows: Iterable[tuple[int | None, PartitionKey, Record]],
+) -> list[Input]:
+    """The core inputs equivalent to feeding ``rows`` to :func:`on_partitioned_rows`."""
     inputs: list[Input] = []
     clock = 0
-    for time_ms, record in rows:
+    for time_ms, key, record in rows:
         if time_ms is not None and time_ms > clock:
             clock = time_ms
             inputs.append(Advance(time_ms))

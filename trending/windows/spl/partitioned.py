@@ -1,21 +1,33 @@
 """Partition eviction: deleting whole partitions of a partitioned window to bound memory.
 
-Limits (SPL names in brackets), checked after every tuple insertion and, for the age limit,
-also at every clock instant a partition's age runs out:
+When it is checked (as the SPL runtime does): right after each tuple insertion, after the
+``after_insert`` event and before the flush, ``initial_full`` or trigger that the insertion
+causes (which do not happen if the partition just inserted into was evicted); and, for the age
+limit, also at every clock instant a partition's age runs out.
+
+Limits (SPL names in brackets), over partitions ordered least recently inserted-into first
+(LRU order, the partition just inserted into included, as the newest):
 
 * :class:`PartitionAge` ``partitionAge(n)``: a partition whose last insertion was at ``L`` is
-  over age from the clock instant ``L + age_ms`` on.
+  over age from the clock instant ``L + age_ms`` on; LRU deletes every partition over age.
 * :class:`PartitionCount` ``partitionCount(c)``: over while there are more than ``c``
-  partitions; partitions are deleted until there are ``c``.
+  partitions; LRU deletes the oldest until there are ``c`` (``c = 0`` deletes the partition
+  just inserted into as well).
 * :class:`TupleCount` ``tupleCount(t)``: over while the partitions hold more than ``t`` tuples
-  in total; partitions are deleted until they hold at most ``t``.
+  in total; LRU deletes the oldest partitions up to and including the first one that holds
+  tuples, and again while the total is above ``t`` (so one partition alone holding more than
+  ``t`` tuples is deleted, even the one just inserted into).
 
-Selection: LRU (the default) picks the least recently inserted-into partitions first (all
-partitions over age for the age limit); an operator-defined ``selector`` receives every
+Selection: LRU (the default), or an operator-defined ``selector`` that receives every
 partition as :class:`PartitionInfo`, least recently used first, and returns the keys to evict.
-While the limit is still exceeded the selector is asked again; a selector that returns nothing
-leaves the window over its limit until the next check. Chosen partitions fire
-``partition_select`` each, then ``partition_evict`` each, and are deleted.
+The selector is asked once per check; if the limit is still exceeded after its choice, LRU
+selection completes the eviction (SPL forces its LRU selector then). Each selection round
+fires ``partition_select`` per chosen partition, then ``partition_evict`` per chosen
+partition, and deletes them. A deleted partition that receives tuples later starts afresh
+(counts, delta reference, ``initial_full``).
+
+A tumbling count or punctuation flush deletes the partition, so partitions emptied that way
+do not count toward these limits.
 """
 
 from __future__ import annotations
@@ -36,7 +48,7 @@ class PartitionInfo:
     key: PartitionKey
     size: int
     last_insert_ms: int
-    tuples: tuple[Record, ...]
+    tuples: Sequence[Record]
 
 
 Selector: TypeAlias = Callable[[Sequence[PartitionInfo]], Iterable[PartitionKey]]
@@ -79,7 +91,7 @@ class PartitionCount:
     count: int
 
     def __post_init__(self) -> None:
-        _check_positive("partition count", self.count)
+        _check_non_negative("partition count", self.count)
 
     def exceeded(self, infos: Sequence[PartitionInfo], now_ms: int) -> bool:
         return len(infos) > self.count
@@ -95,18 +107,18 @@ class TupleCount:
     tuples: int
 
     def __post_init__(self) -> None:
-        _check_positive("tuple count", self.tuples)
+        _check_non_negative("tuple count", self.tuples)
 
     def exceeded(self, infos: Sequence[PartitionInfo], now_ms: int) -> bool:
         return sum(info.size for info in infos) > self.tuples
 
     def lru(self, infos: Sequence[PartitionInfo], now_ms: int) -> list[PartitionKey]:
-        total, chosen = sum(info.size for info in infos), []
+        """One round: the oldest partitions up to and including the first holding tuples."""
+        chosen = []
         for info in infos:
-            if total <= self.tuples:
-                break
             chosen.append(info.key)
-            total -= info.size
+            if info.size:
+                break
         return chosen
 
 
@@ -138,24 +150,37 @@ def partition_infos(state: WindowState) -> list[PartitionInfo]:
 
 
 def evict_partitions(state: WindowState, policy: PartitionEviction, out: list[WindowEvent]) -> None:
-    """Delete partitions while ``policy.limit`` is exceeded, appending their events to ``out``."""
-    for _ in range(len(state.partitions)):
+    """Delete partitions while ``policy.limit`` is exceeded, appending their events to ``out``.
+
+    The selector (if any) chooses once; LRU rounds then run while the limit is exceeded.
+    """
+    if not state.partitions or not _over(state, policy.limit):
+        return
+    if policy.selector is not None:
         infos = partition_infos(state)
-        if not policy.limit.exceeded(infos, state.now_ms):
-            return
-        chosen = _select(policy, infos, state.now_ms)
+        _delete(state, _checked(policy.selector(infos), infos), out)
+    while state.partitions and _over(state, policy.limit):
+        chosen = policy.limit.lru(partition_infos(state), state.now_ms)
         if not chosen:
             return
         _delete(state, chosen, out)
 
 
-def _select(
-    policy: PartitionEviction, infos: Sequence[PartitionInfo], now_ms: int
+def _over(state: WindowState, limit: PartitionLimit) -> bool:
+    """``limit.exceeded`` without building the partition list (checked on every insertion)."""
+    parts = state.partitions.values()
+    if isinstance(limit, PartitionCount):
+        return len(state.partitions) > limit.count
+    if isinstance(limit, TupleCount):
+        return sum(p.size for p in parts) > limit.tuples
+    return min(p.last_insert_ms for p in parts) + limit.age_ms <= state.now_ms
+
+
+def _checked(
+    selected: Iterable[PartitionKey], infos: Sequence[PartitionInfo]
 ) -> list[PartitionKey]:
-    if policy.selector is None:
-        return policy.limit.lru(infos, now_ms)
     known = {info.key for info in infos}
-    chosen = list(dict.fromkeys(policy.selector(infos)))
+    chosen = list(dict.fromkeys(selected))
     unknown = [key for key in chosen if key not in known]
     if unknown:
         raise ValueError(f"partition selector returned unknown partitions {unknown!r}")
@@ -169,6 +194,11 @@ def _delete(state: WindowState, keys: Sequence[PartitionKey], out: list[WindowEv
             out.append(WindowEvent(kind, key, content, state.now_ms))
     for key in keys:
         del state.partitions[key]
+
+
+def _check_non_negative(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
 
 
 def _check_positive(name: str, value: int) -> None:

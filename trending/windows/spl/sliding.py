@@ -12,29 +12,40 @@ time       insert → trigger | evict    trigger → insert | evict    insert | 
 =========  ==========================  ==========================  =========================
 
 Here "evict" is ``before_evict``/``after_evict`` per evicted tuple (oldest first), "insert" is
-``before_insert``/``after_insert`` and "trigger" is ``trigger`` carrying the window content.
-A trigger never fires on an empty window (possible only once time eviction emptied it); its
-policy state (count since the last trigger, delta reference) moves on as if it had.
+``before_insert``/``after_insert`` and "trigger" is ``trigger`` carrying the window content
+(a view made in O(1), see :class:`~trending.windows.spl.state.Content`). A sliding window
+given no trigger policy triggers on every tuple (``count(1)``).
 
-``initial_full`` fires once per partition, the first time the window is full:
-count(n) eviction right after the insertion that makes ``|W| = n`` (before a count trigger);
-delta and time eviction right before the first eviction (for time, before any trigger at that
-instant). Sliding windows cannot evict or trigger on punctuation (``ValueError``); a
-punctuation inserted into a sliding window is ignored. A partition that time eviction empties
-stays, keeping its trigger state, until a partition eviction policy deletes it.
+Rules the seed leaves open, as the SPL runtime decides them:
+
+* delta: ``x`` is beyond ``w`` when ``a(x) - a(w) > size`` strictly, and never when
+  ``a(x) < a(w)``. Delta eviction evicts every such ``w``. A delta trigger compares ``x`` with
+  the tuple that caused the last trigger, or before any trigger with the partition's first
+  tuple; the triggering tuple becomes the new reference.
+* partition eviction is checked right after ``after_insert``; if it deleted the partition
+  just inserted into, the insertion causes nothing more (no ``initial_full``, no trigger), and
+  the partition's next tuple starts afresh (trigger count, delta reference, ``initial_full``).
+* ``initial_full`` fires once per partition: count(n) eviction right after the insertion that
+  makes ``|W| = n`` (before that insertion's trigger); delta eviction right before its first
+  eviction; time eviction at the partition's first insertion (SPL deems a time window full
+  from the start), right before ``before_insert``.
+
+A time trigger never fires on an empty partition. Sliding windows cannot evict or trigger on
+punctuation (``ValueError``); a punctuation inserted into a sliding window is ignored. A
+partition that time eviction empties stays, keeping its trigger state, until a partition
+eviction policy deletes it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from itertools import takewhile
+from dataclasses import dataclass, field
 from typing import Any
 
 from trending.windows.spl.events import EventKind, PartitionKey, Record, WindowEvent
 from trending.windows.spl.partitioned import PartitionEviction
 from trending.windows.spl.policies import Count, Delta, Policy, Punct, Time
-from trending.windows.spl.state import Entry, PartitionState, WindowState, from_snapshot
+from trending.windows.spl.state import PartitionState, WindowState, from_snapshot
 from trending.windows.spl.window import WindowLogic
 
 KIND = "sliding"
@@ -42,10 +53,13 @@ KIND = "sliding"
 
 @dataclass(frozen=True)
 class SlidingWindow:
-    """A sliding window's configuration; ``build()`` makes a running window."""
+    """A sliding window's configuration; ``build()`` makes a running window.
+
+    ``trigger`` defaults to ``count(1)``: a trigger after every insertion.
+    """
 
     evict: Policy
-    trigger: Policy
+    trigger: Policy = field(default_factory=lambda: Count(1))
     partition_eviction: PartitionEviction | None = None
 
     def __post_init__(self) -> None:
@@ -70,23 +84,41 @@ class SlidingLogic(WindowLogic):
     def __init__(self, config: SlidingWindow, state: WindowState) -> None:
         super().__init__(config.partition_eviction, state)
         self.config = config
+        evict, trigger = config.evict, config.trigger
+        self._deltas = [p for p in (evict, trigger) if isinstance(p, Delta)]
+        self._count_evict = evict.size if isinstance(evict, Count) else 0
+        self._count_trigger = trigger.size if isinstance(trigger, Count) else 0
 
     def _check_record(self, record: Record) -> None:
-        for policy in (self.config.evict, self.config.trigger):
-            if isinstance(policy, Delta):
-                policy.value(record)
+        for policy in self._deltas:
+            policy.value(record)
 
     def _on_insert(self, key: PartitionKey, record: Record, out: list[WindowEvent]) -> None:
-        part = self._partition(key)
-        if isinstance(self.config.trigger, Delta):
-            self._delta_trigger(self.config.trigger, key, part, record, out)
-        self._evict_for(key, part, record, out)
-        self._insert_entry(key, record, out)
-        evict = self.config.evict
-        if isinstance(evict, Count) and part.size >= evict.size:
+        part = self._state.partitions.get(key)
+        if part is None:
+            part = self._state.partitions[key] = PartitionState()
+        evict, trigger = self.config.evict, self.config.trigger
+        if isinstance(trigger, Delta):
+            self._delta_trigger(trigger, key, part, record, out)
+        size = self._count_evict
+        if size:
+            while part.size >= size:
+                self._evict_oldest(key, part, out)
+        elif isinstance(evict, Delta):
+            self._delta_evict(evict, key, part, record, out)
+        else:
+            self._initial_full(key, part, out)  # time eviction: full from the start
+        inserted = self._insert_entry(key, record, out)
+        if inserted is None:  # partition eviction deleted this very partition
+            return
+        if size and part.size >= size and not part.full:
             self._initial_full(key, part, out)
-        if isinstance(self.config.trigger, Count):
-            self._count_trigger(self.config.trigger, key, part, out)
+        every = self._count_trigger
+        if every:
+            part.since_trigger += 1
+            if part.since_trigger >= every:
+                part.since_trigger = 0
+                self._trigger(key, part, out)
 
     def _delta_trigger(
         self,
@@ -96,50 +128,51 @@ class SlidingLogic(WindowLogic):
         record: Record,
         out: list[WindowEvent],
     ) -> None:
-        """Trigger before ``x`` goes in if ``a(x) > a(ref) + size``; ``x`` becomes ``ref``."""
+        """Trigger before ``x`` goes in if ``a(x) - a(ref) > size``; ``x`` becomes ``ref``."""
         value = trigger.value(record)
         if part.trigger_ref is None:
             part.trigger_ref = value
-        elif value > part.trigger_ref + trigger.size:
+        elif value - part.trigger_ref > trigger.size:
             part.trigger_ref = value
             self._trigger(key, part, out)
 
-    def _count_trigger(
-        self, trigger: Count, key: PartitionKey, part: PartitionState, out: list[WindowEvent]
+    def _evict_oldest(
+        self, key: PartitionKey, part: PartitionState, out: list[WindowEvent]
     ) -> None:
-        """Trigger after the ``n``-th insertion since the last trigger."""
-        part.since_trigger += 1
-        if part.since_trigger >= trigger.size:
-            part.since_trigger = 0
-            self._trigger(key, part, out)
+        now = self._state.now_ms
+        one = (part.entries.oldest()[1],)
+        out.append(WindowEvent(EventKind.BEFORE_EVICT, key, one, now))
+        part.entries.pop_oldest()
+        part.size -= 1
+        out.append(WindowEvent(EventKind.AFTER_EVICT, key, one, now))
 
-    def _evict_for(
-        self, key: PartitionKey, part: PartitionState, record: Record, out: list[WindowEvent]
+    def _delta_evict(
+        self,
+        evict: Delta,
+        key: PartitionKey,
+        part: PartitionState,
+        record: Record,
+        out: list[WindowEvent],
     ) -> None:
-        """Make room for ``record``: count evicts the oldest, delta every tuple too far."""
-        evict = self.config.evict
-        if isinstance(evict, Count):
-            while part.size >= evict.size:
-                self._evict(key, part, [part.entries[0]], out)
-        elif isinstance(evict, Delta):
-            value = evict.value(record)
-            far = [e for e in part.entries if value - evict.value(e.record) > evict.size]
-            if far:
-                self._initial_full(key, part, out)
-                self._evict(key, part, far, out)
+        """Evict every tuple ``w`` with ``a(x) - a(w) > size`` (``initial_full`` first)."""
+        value = evict.value(record)
+        far = [w for w in part.entries.view() if value - evict.value(w) > evict.size]
+        if not far:
+            return
+        self._initial_full(key, part, out)
+        doomed = {id(w) for w in far}
+        part.entries.remove_where(lambda w: id(w) in doomed)
+        self._evicted(key, part, far, out)
 
-    def _evict(
-        self, key: PartitionKey, part: PartitionState, victims: list[Entry], out: list[WindowEvent]
+    def _evicted(
+        self, key: PartitionKey, part: PartitionState, victims: list[Record], out: list[WindowEvent]
     ) -> None:
-        """``before_evict``, remove, ``after_evict`` for each victim, oldest first."""
+        """``before_evict``, ``after_evict`` for each victim, oldest first (already removed)."""
+        now = self._state.now_ms
         for victim in victims:
-            self._emit(out, EventKind.BEFORE_EVICT, key, (victim.record,))
-            if part.entries[0] is victim:
-                part.entries.popleft()
-            else:
-                part.entries.remove(victim)
+            out.append(WindowEvent(EventKind.BEFORE_EVICT, key, (victim,), now))
             part.size -= 1
-            self._emit(out, EventKind.AFTER_EVICT, key, (victim.record,))
+            out.append(WindowEvent(EventKind.AFTER_EVICT, key, (victim,), now))
 
     def _initial_full(
         self, key: PartitionKey, part: PartitionState, out: list[WindowEvent]
@@ -150,7 +183,7 @@ class SlidingLogic(WindowLogic):
 
     def _trigger(self, key: PartitionKey, part: PartitionState, out: list[WindowEvent]) -> None:
         if part.size:
-            self._emit(out, EventKind.TRIGGER, key, part.content())
+            out.append(WindowEvent(EventKind.TRIGGER, key, part.entries.view(), self._state.now_ms))
 
     def _on_added(self, part: PartitionState, record: Record) -> None:
         """Sliding windows have no summarizers."""
@@ -163,30 +196,17 @@ class SlidingLogic(WindowLogic):
         evict, trigger = self.config.evict, self.config.trigger
         nonempty = self._nonempty()
         if isinstance(evict, Time):
-            dues.extend(part.entries[0].at_ms + evict.period_ms for _, part in nonempty)
+            dues.extend(part.entries.oldest()[0] + evict.period_ms for _, part in nonempty)
         if isinstance(trigger, Time) and nonempty:
             dues.append(trigger.next_boundary(self._state.now_ms))
         return min(dues, default=None)
 
     def _on_tick(self, time_ms: int, out: list[WindowEvent]) -> None:
         evict, trigger = self.config.evict, self.config.trigger
-        expired = self._expired(evict, time_ms) if isinstance(evict, Time) else []
-        for key, part, _ in expired:
-            self._initial_full(key, part, out)
         if isinstance(trigger, Time) and trigger.is_boundary(time_ms):
             for key, part in self._nonempty():
                 self._trigger(key, part, out)
-        for key, part, victims in expired:
-            self._evict(key, part, victims, out)
-
-    def _expired(
-        self, evict: Time, time_ms: int
-    ) -> list[tuple[PartitionKey, PartitionState, list[Entry]]]:
-        """Per partition, the tuples inserted at ``s`` with ``s + period <= time_ms``."""
-        expired: list[tuple[PartitionKey, PartitionState, list[Entry]]] = []
-        for key, part in self._nonempty():
-            due = takewhile(lambda e: e.at_ms + evict.period_ms <= time_ms, part.entries)
-            victims = list(due)
-            if victims:
-                expired.append((key, part, victims))
-        return expired
+        if isinstance(evict, Time):
+            for key, part in self._nonempty():
+                while part.entries and part.entries.oldest()[0] + evict.period_ms <= time_ms:
+                    self._evict_oldest(key, part, out)

@@ -4,10 +4,11 @@ Form (times in seconds, as SPL writes them)::
 
     {"kind": "tumbling" | "sliding",
      "evict": POLICY,                      # required
-     "trigger": POLICY,                    # sliding only, required there
+     "trigger": POLICY,                    # sliding only; default {"count": 1}
      "partition_by": "attribute",          # optional: partition key = tuple[attribute]
      "partition_eviction": {"age": S} | {"count": C} | {"tuples": T},
-                                           # + optional "select": "lru" (default) | "operator"
+                                           # C, T >= 0; + optional "select": "lru" (default)
+                                           #   | "operator"
      "summaries": {NAME: SUMMARY, ...},    # tumbling only
      "keep_tuples": true}                  # tumbling only; false keeps counts and summaries
 
@@ -93,7 +94,7 @@ def parse_spec(raw: object, selector: Selector | None = None) -> WindowSpec:
     eviction = _partition_eviction(spec.get("partition_eviction"), partition_by, selector)
     evict = _policy(_required(spec, "evict"), "evict")
     if kind == "sliding":
-        trigger = _policy(_required(spec, "trigger"), "trigger")
+        trigger = _policy(spec.get("trigger", {"count": 1}), "trigger")
         window: TumblingWindow | SlidingWindow = _sliding(evict, trigger, eviction)
     else:
         window = _tumbling(spec, evict, eviction)
@@ -179,13 +180,13 @@ def _limit(name: str, value: object, path: str) -> PartitionLimit:
     if name == "age":
         return PartitionAge(_positive_ms(value, path))
     if name == "count":
-        return PartitionCount(_positive_int(value, path))
-    return TupleCount(_positive_int(value, path))
+        return PartitionCount(_natural_int(value, path))
+    return TupleCount(_natural_int(value, path))
 
 
 def _selection(raw: object, selector: Selector | None) -> Selector | None:
     path = "partition_eviction.select"
-    if raw == "lru":
+    if isinstance(raw, str) and raw.lower() == "lru":
         return None
     if raw == "operator":
         if selector is None:
@@ -244,6 +245,12 @@ def _no_unknown(body: Mapping[str, Any], known: set[str], path: str, what: str) 
 def _positive_int(raw: object, path: str) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
         raise SpecError(f"{path}: must be a positive integer, got {raw!r}")
+    return raw
+
+
+def _natural_int(raw: object, path: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise SpecError(f"{path}: must be an integer >= 0, got {raw!r}")
     return raw
 
 

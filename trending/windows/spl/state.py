@@ -5,27 +5,132 @@ and one :class:`PartitionState` per partition, in creation order. ``to_snapshot`
 into JSON-able dicts and lists (given JSON-able tuples, keys and summarizer states);
 ``from_snapshot`` reads that back. An engine moves the snapshot in and out of its own state
 store; the tuples inside are shared with the window, not copied.
+
+A partition's tuples live in :class:`Entries`: append-only lists with a moving head. Nothing
+is ever changed in place but by appending, so :meth:`Entries.view` hands the window content
+to an event in O(1) (a :class:`Content` over ``[head, len)``) and the view stays exactly that
+content whatever the window does next (evictions move the head; compaction, removal from the
+middle and flushes start new lists).
 """
 
 from __future__ import annotations
 
 import copy
-from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import islice
+from typing import Any, overload
 
 from trending.windows.spl.events import PartitionKey, Record
 
 SNAPSHOT_VERSION = 1
 
 
-@dataclass(eq=False)
-class Entry:
-    """A tuple in a window and the clock time it was inserted at (compared by identity)."""
+class Content(Sequence[Record]):
+    """A read-only view of a window's content at one moment, oldest first (O(1) to make).
 
-    at_ms: int
-    record: Record
+    Equal to any sequence holding the same tuples (a ``tuple`` or ``list`` of them).
+    """
+
+    __slots__ = ("_items", "_start", "_stop")
+
+    def __init__(self, items: list[Record], start: int, stop: int) -> None:
+        self._items, self._start, self._stop = items, start, stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> Record: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Record]: ...
+
+    def __getitem__(self, index: int | slice) -> Record | Sequence[Record]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        size = self._stop - self._start
+        if not -size <= index < size:
+            raise IndexError("window content index out of range")
+        return self._items[self._start + index % size]
+
+    def __iter__(self) -> Iterator[Record]:
+        return islice(self._items, self._start, self._stop)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Content({list(self)!r})"
+
+
+EMPTY: Content = Content([], 0, 0)
+
+
+class Entries:
+    """A partition's tuples and their insertion times, oldest first; see the module doc."""
+
+    __slots__ = ("head", "records", "times")
+
+    def __init__(self, times: Sequence[int] = (), records: Sequence[Record] = ()) -> None:
+        self.records: list[Record] = list(records)
+        self.times: list[int] = list(times)
+        self.head = 0
+
+    def __len__(self) -> int:
+        return len(self.records) - self.head
+
+    def __bool__(self) -> bool:
+        return len(self.records) > self.head
+
+    def append(self, at_ms: int, record: Record) -> None:
+        self.records.append(record)
+        self.times.append(at_ms)
+
+    def oldest(self) -> tuple[int, Record]:
+        """``(insertion time, tuple)`` of the oldest tuple; :class:`IndexError` if empty."""
+        if not self:
+            raise IndexError("no tuple in the window")
+        return self.times[self.head], self.records[self.head]
+
+    def pop_oldest(self) -> Record:
+        """Remove and return the oldest tuple (moving the head; compacting now and then)."""
+        record = self.records[self.head]
+        self.head += 1
+        if self.head >= 64 and self.head * 2 >= len(self.records):
+            self.records, self.times = self.records[self.head :], self.times[self.head :]
+            self.head = 0
+        return record
+
+    def remove_where(self, doomed: Callable[[Record], bool]) -> list[Record]:
+        """Remove every tuple ``doomed`` says, returning them oldest first (new lists)."""
+        kept_records: list[Record] = []
+        kept_times: list[int] = []
+        removed: list[Record] = []
+        for at_ms, record in zip(self.times[self.head :], self.records[self.head :], strict=True):
+            if doomed(record):
+                removed.append(record)
+            else:
+                kept_records.append(record)
+                kept_times.append(at_ms)
+        if removed:
+            self.records, self.times, self.head = kept_records, kept_times, 0
+        return removed
+
+    def clear(self) -> None:
+        self.records, self.times, self.head = [], [], 0
+
+    def view(self) -> Content:
+        """The content now, as a view that later changes of the window do not affect."""
+        return Content(self.records, self.head, len(self.records))
+
+    def items(self) -> Iterator[tuple[int, Record]]:
+        """``(insertion time, tuple)`` pairs, oldest first."""
+        return zip(self.times[self.head :], self.records[self.head :], strict=True)
 
 
 @dataclass
@@ -39,7 +144,7 @@ class PartitionState:
     ``last_seq`` order partitions for LRU and partition age.
     """
 
-    entries: deque[Entry] = field(default_factory=deque)
+    entries: Entries = field(default_factory=Entries)
     size: int = 0
     first_value: float | None = None
     since_trigger: int = 0
@@ -49,9 +154,9 @@ class PartitionState:
     last_seq: int = 0
     summaries: dict[str, Any] = field(default_factory=dict)
 
-    def content(self) -> tuple[Record, ...]:
-        """The tuples of the window, oldest first."""
-        return tuple(entry.record for entry in self.entries)
+    def content(self) -> Content:
+        """The tuples of the window, oldest first, as a view (see :class:`Content`)."""
+        return self.entries.view()
 
 
 @dataclass
@@ -91,7 +196,7 @@ def from_snapshot(data: Mapping[str, Any], kind: str) -> WindowState:
 def _partition_to_dict(key: PartitionKey, part: PartitionState) -> dict[str, Any]:
     return {
         "key": key,
-        "entries": [{"at_ms": entry.at_ms, "tuple": entry.record} for entry in part.entries],
+        "entries": [{"at_ms": at_ms, "tuple": record} for at_ms, record in part.entries.items()],
         "size": part.size,
         "first_value": part.first_value,
         "since_trigger": part.since_trigger,
@@ -104,7 +209,8 @@ def _partition_to_dict(key: PartitionKey, part: PartitionState) -> dict[str, Any
 
 
 def _partition_from_dict(item: Mapping[str, Any]) -> tuple[PartitionKey, PartitionState]:
-    entries = deque(Entry(int(e["at_ms"]), e["tuple"]) for e in item["entries"])
+    items = item["entries"]
+    entries = Entries([int(e["at_ms"]) for e in items], [e["tuple"] for e in items])
     part = PartitionState(
         entries=entries,
         size=int(item["size"]),

@@ -6,16 +6,21 @@ Execution order per eviction policy (the seed's Table 1), per partition:
 eviction        on ``insert(x)``
 ==============  ==========================================================================
 count(n)        before_insert, after_insert, then if ``|W| = n``: before_flush, after_flush
+                (no flush if partition eviction just deleted the partition)
 delta(a, s)     if ``a(x) - a(oldest) > s``: before_flush, after_flush; then the insertion
 time(p)         the insertion only; flushes happen on the clock at ``k * p``
 punct()         the insertion only; a punctuation flushes every partition (in creation
                 order), or fires ``empty_punct`` when there is no tuple in the window
 ==============  ==========================================================================
 
-A flushed partition is deleted (its sub-window is gone until the next tuple for it), so a
-tumbling window's partitions always hold at least one tuple. The flush is the trigger: a
-tumbling window fires no ``trigger`` event. Summarizers (:mod:`.summarizers`) close right
-before ``before_flush``; their results ride on both flush events as ``summary``.
+Delta comparisons follow the SPL runtime: the window is full when ``a(x) - a(oldest) > s``
+strictly, and a tuple whose value is below the oldest one's never flushes. Partition eviction
+is checked right after ``after_insert`` (see :mod:`.partitioned`). A flushed partition is
+deleted (its sub-window is gone until the next tuple for it), so empty partitions do not count
+toward partition eviction limits and a tumbling window's partitions always hold a tuple.
+The flush is the trigger: a tumbling window fires no ``trigger`` event. Summarizers
+(:mod:`.summarizers`) close right before ``before_flush``; their results ride on both flush
+events as ``summary``.
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ class TumblingLogic(WindowLogic):
         if isinstance(evict, Delta):
             self._delta_flush(evict, key, evict.value(record), out)
         part = self._insert_entry(key, record, out, keep=self.config.keep_tuples)
+        if part is None:  # partition eviction deleted the partition just inserted into
+            return
         if isinstance(evict, Delta) and part.first_value is None:
             part.first_value = evict.value(record)
         if isinstance(evict, Count) and part.size >= evict.size:

@@ -9,15 +9,16 @@ A window has three verbs, each returning the :class:`WindowEvent` values it fire
   tuple evictions, then the partition age check).
 
 A non-partitioned window is a window whose only partition key is ``None``. Every window can
-be given a :class:`PartitionEviction`, checked after each insertion (and, for the age limit,
-when the clock passes a partition's age). ``snapshot()`` returns the state as plain data;
+be given a :class:`PartitionEviction`, checked right after each ``after_insert`` event, before
+whatever else the insertion causes (and, for the age limit, when the clock passes a
+partition's age); see :mod:`.partitioned`. ``snapshot()`` returns the state as plain data;
 ``Config.build(snapshot)`` continues from it with identical events.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -29,7 +30,7 @@ from trending.windows.spl.events import (
     WindowEvent,
 )
 from trending.windows.spl.partitioned import PartitionAge, PartitionEviction, evict_partitions
-from trending.windows.spl.state import Entry, PartitionState, WindowState, to_snapshot
+from trending.windows.spl.state import PartitionState, WindowState, to_snapshot
 
 
 @dataclass(frozen=True)
@@ -69,14 +70,13 @@ class WindowLogic(ABC):
 
     def insert(self, record: Record, partition: PartitionKey = None) -> list[WindowEvent]:
         """Insert ``record`` into ``partition``; the events, in SPL's execution order."""
-        if not isinstance(record, Mapping):
+        if type(record) is not dict and not isinstance(record, Mapping):
             raise InputError(f"a tuple must be a mapping of attributes, got {record!r}")
         if partition is not None and not isinstance(partition, str | int | float | bool):
             raise InputError(f"a partition key must be a scalar, got {partition!r}")
         self._check_record(record)
         out: list[WindowEvent] = []
         self._on_insert(partition, record, out)
-        self._check_partitions(out)
         return out
 
     def punct(self) -> list[WindowEvent]:
@@ -115,7 +115,7 @@ class WindowLogic(ABC):
     def content(self, partition: PartitionKey = None) -> tuple[Record, ...]:
         """The tuples kept in ``partition``, oldest first (empty if no such partition)."""
         part = self._state.partitions.get(partition)
-        return part.content() if part else ()
+        return tuple(part.content()) if part else ()
 
     def partitions(self) -> tuple[PartitionKey, ...]:
         """The keys of the existing partitions, in creation order."""
@@ -132,7 +132,7 @@ class WindowLogic(ABC):
         out: list[WindowEvent],
         kind: EventKind,
         key: PartitionKey,
-        tuples: tuple[Record, ...] = (),
+        tuples: Sequence[Record] = (),
         summary: Mapping[str, Any] | None = None,
     ) -> None:
         out.append(WindowEvent(kind, key, tuples, self._state.now_ms, summary))
@@ -146,18 +146,26 @@ class WindowLogic(ABC):
 
     def _insert_entry(
         self, key: PartitionKey, record: Record, out: list[WindowEvent], keep: bool = True
-    ) -> PartitionState:
-        """``before_insert``, add the tuple (and summarize it), ``after_insert``."""
-        self._emit(out, EventKind.BEFORE_INSERT, key, (record,))
-        part = self._partition(key)
+    ) -> PartitionState | None:
+        """``before_insert``, add the tuple (and summarize it), ``after_insert``, then check
+        partition eviction; the partition, or ``None`` if that check evicted it."""
+        state = self._state
+        now, one = state.now_ms, (record,)
+        out.append(WindowEvent(EventKind.BEFORE_INSERT, key, one, now))
+        part = state.partitions.get(key)
+        if part is None:
+            part = state.partitions[key] = PartitionState()
         self._on_added(part, record)
         if keep:
-            part.entries.append(Entry(self._state.now_ms, record))
+            part.entries.append(now, record)
         part.size += 1
-        self._state.seq += 1
-        part.last_seq, part.last_insert_ms = self._state.seq, self._state.now_ms
-        self._emit(out, EventKind.AFTER_INSERT, key, (record,))
-        return part
+        state.seq += 1
+        part.last_seq, part.last_insert_ms = state.seq, now
+        out.append(WindowEvent(EventKind.AFTER_INSERT, key, one, now))
+        if self._partition_eviction is None:
+            return part
+        evict_partitions(state, self._partition_eviction, out)
+        return state.partitions.get(key)
 
     def next_due(self) -> int | None:
         """The next clock instant at which a time policy has something due, if any."""
@@ -165,10 +173,6 @@ class WindowLogic(ABC):
         if self._partition_eviction is not None:
             dues.append(self._partition_eviction.next_due(self._state))
         return min((due for due in dues if due is not None), default=None)
-
-    def _check_partitions(self, out: list[WindowEvent]) -> None:
-        if self._partition_eviction is not None:
-            evict_partitions(self._state, self._partition_eviction, out)
 
     def _check_partition_age(self, out: list[WindowEvent]) -> None:
         """On the clock only the age limit is checked (the others change on insertion)."""

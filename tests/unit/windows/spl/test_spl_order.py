@@ -218,12 +218,17 @@ def test_sliding_delta_time_evict_insert_then_trigger_on_the_clock() -> None:
 def test_sliding_time_count_insert_trigger_then_evict_on_the_clock() -> None:
     # time(8), count(5):  0s 2s 4s 6s: 1 2 3 4   8s: 1 evicted   8s: 5 -> trigger (2..5)
     #   1 lives in [0, 8) ------------------)
+    #   SPL deems a time-evicted window full from the start: initial_full before 1 goes in
     window = SlidingWindow(T8, Count(5)).build()
     for second, v in [(0, 1), (2, 2), (4, 3), (6, 4)]:
         window.advance_to(second * 1_000)
-        assert trace(window.insert(tup(v))) == [f"before_insert [{v}]", f"after_insert [{v}]"]
+        full = ["initial_full []"] if v == 1 else []
+        assert trace(window.insert(tup(v))) == [
+            *full,
+            f"before_insert [{v}]",
+            f"after_insert [{v}]",
+        ]
     assert trace(window.advance_to(8_000)) == [
-        "initial_full [1, 2, 3, 4]",
         "before_evict [1]",
         "after_evict [1]",
     ]
@@ -236,8 +241,12 @@ def test_sliding_time_count_insert_trigger_then_evict_on_the_clock() -> None:
 
 def test_sliding_time_delta_trigger_then_insert_evict_on_the_clock() -> None:
     # time(8), delta(age, 2):  0s: ages 1 2   1s: 4 -> trigger (1, 2) -> insert 4
+    #   initial_full at the first insertion (after the delta trigger step, before insert)
     window = SlidingWindow(T8, AGE2).build()
-    insert_ages(window, [1, 2])
+    assert insert_ages(window, [1, 2]) == [
+        ["initial_full []", "before_insert [1]", "after_insert [1]"],
+        ["before_insert [2]", "after_insert [2]"],
+    ]
     window.advance_to(1_000)
     assert insert_ages(window, [4])[0] == [
         "trigger [1, 2]",
@@ -245,7 +254,6 @@ def test_sliding_time_delta_trigger_then_insert_evict_on_the_clock() -> None:
         "after_insert [4]",
     ]
     assert trace(window.advance_to(8_000)) == [
-        "initial_full [1, 2, 4]",
         "before_evict [1]",
         "after_evict [1]",
         "before_evict [2]",
@@ -255,17 +263,20 @@ def test_sliding_time_delta_trigger_then_insert_evict_on_the_clock() -> None:
 
 def test_sliding_time_time_insert_evict_trigger_independently() -> None:
     # time(8), time(2):
-    #   0s: 1   3s: 2   |2s: *(1)   4s: *(1, 2)  6s: *(1, 2)  8s: full, *(1, 2), evict 1
+    #   0s: full, 1   3s: 2   |2s: *(1)   4s: *(1, 2)  6s: *(1, 2)  8s: *(1, 2), evict 1
     #   10s: *(2)  11s: evict 2   12s: nothing (empty window)
     window = SlidingWindow(T8, T2).build()
-    window.insert(tup(1))
+    assert trace(window.insert(tup(1))) == [
+        "initial_full []",
+        "before_insert [1]",
+        "after_insert [1]",
+    ]
     assert trace(window.advance_to(3_000)) == ["trigger [1]"]
     assert trace(window.insert(tup(2))) == ["before_insert [2]", "after_insert [2]"]
     events = window.advance_to(12_000)
     assert trace(events) == [
         "trigger [1, 2]",
         "trigger [1, 2]",
-        "initial_full [1, 2]",
         "trigger [1, 2]",
         "before_evict [1]",
         "after_evict [1]",
@@ -273,7 +284,7 @@ def test_sliding_time_time_insert_evict_trigger_independently() -> None:
         "before_evict [2]",
         "after_evict [2]",
     ]
-    assert [e.time_ms for e in events] == [4000, 6000] + [8000] * 4 + [10000] + [11000] * 2
+    assert [e.time_ms for e in events] == [4000, 6000] + [8000] * 3 + [10000] + [11000] * 2
 
 
 @pytest.mark.parametrize(

@@ -118,7 +118,8 @@ def test_the_seeds_operator_defined_selector_empty_partitions_then_one_more() ->
     window.insert(tup(3), "a")
     window.insert(tup(4), "b")
     events = trace(window.insert(tup(5), "c"))
-    assert events[2:] == [
+    assert events[:3] == ["initial_full c []", "before_insert c [5]", "after_insert c [5]"]
+    assert events[3:] == [
         "partition_select e1 []",
         "partition_select e2 []",
         "partition_select a [3]",
@@ -130,7 +131,9 @@ def test_the_seeds_operator_defined_selector_empty_partitions_then_one_more() ->
     assert calls[-1] == ["e1", "e2", "a", "b", "c"]
 
 
-def test_a_selector_is_asked_again_while_the_limit_is_exceeded() -> None:
+def test_a_selector_is_asked_once_per_insertion_check() -> None:
+    # tupleCount(2), selector = oldest one:  a b c -> asked over 3 partitions, deletes a;
+    #   c again -> asked over 2, deletes b
     asked: list[int] = []
 
     def oldest_one(partitions: Sequence[PartitionInfo]) -> list[PartitionKey]:
@@ -146,11 +149,18 @@ def test_a_selector_is_asked_again_while_the_limit_is_exceeded() -> None:
     assert asked == [3, 2]
 
 
-def test_a_selector_that_selects_nothing_leaves_the_window_over_its_limit() -> None:
+def test_lru_completes_what_a_selector_left_over_the_limit() -> None:
+    # SPL asks the operator's selector once; if the limit is still exceeded, it forces its
+    # LRU selection:  partitionCount(1), selector picks nothing:  a b -> LRU deletes a
     window = sliding(PartitionEviction(PartitionCount(1), lambda infos: [])).build()
     window.insert(tup(1), "a")
-    assert trace(window.insert(tup(2), "b")) == ["before_insert b [2]", "after_insert b [2]"]
-    assert window.partitions() == ("a", "b")
+    assert trace(window.insert(tup(2), "b")) == [
+        "before_insert b [2]",
+        "after_insert b [2]",
+        "partition_select a [1]",
+        "partition_evict a [1]",
+    ]
+    assert window.partitions() == ("b",)
 
 
 def test_a_selector_returning_an_unknown_partition_is_an_error() -> None:
@@ -181,8 +191,8 @@ def test_the_selector_sees_partitions_least_recently_used_first() -> None:
     ("make", "message"),
     [
         (lambda: PartitionAge(0), "partition age must be a positive integer"),
-        (lambda: PartitionCount(-1), "partition count must be a positive integer"),
-        (lambda: TupleCount(True), "tuple count must be a positive integer"),
+        (lambda: PartitionCount(-1), "partition count must be an integer >= 0"),
+        (lambda: TupleCount(True), "tuple count must be an integer >= 0"),
         (lambda: PartitionEviction("lru"), "not a partition eviction limit"),
     ],
 )

@@ -143,7 +143,6 @@ SLIDING = {"kind": "sliding", "evict": {"count": 4}, "trigger": {"count": 2}}
         ({"evict": {"count": 1}}, "kind: must be 'tumbling' or 'sliding'"),
         ({"kind": "hopping", "evict": {"count": 1}}, "kind: must be 'tumbling' or 'sliding'"),
         ({"kind": "tumbling"}, "evict: missing"),
-        ({"kind": "sliding", "evict": {"count": 4}}, "trigger: missing"),
         ({**SLIDING, "size": 3}, r"spec: unknown field\(s\) \['size'\]"),
         ({"kind": "tumbling", "evict": {"count": 0}}, "evict.count: must be a positive integer"),
         ({"kind": "tumbling", "evict": {"count": 2.5}}, "evict.count: must be a positive integer"),
@@ -192,8 +191,8 @@ SLIDING = {"kind": "sliding", "evict": {"count": 4}, "trigger": {"count": 2}}
             "partition_eviction: give exactly one of age, count, tuples",
         ),
         (
-            {**SLIDING, "partition_by": "p", "partition_eviction": {"count": 0}},
-            "partition_eviction.count: must be a positive integer",
+            {**SLIDING, "partition_by": "p", "partition_eviction": {"count": -1}},
+            "partition_eviction.count: must be an integer >= 0",
         ),
         (
             {**SLIDING, "partition_by": "p", "partition_eviction": {"age": -1}},
@@ -239,3 +238,37 @@ def test_the_partition_key_comes_from_the_partition_by_attribute() -> None:
         spec.partition_of({"v": 1})
     with pytest.raises(InputError, match="must be a scalar"):
         spec.partition_of({"p": [1]})
+
+
+def test_a_sliding_window_without_trigger_triggers_on_every_tuple() -> None:
+    # no trigger policy = count(1), as in the SPL runtime:  1 -> *(1)  2 -> *(2, 1)
+    spec = parse_spec({"kind": "sliding", "evict": {"count": 2}})
+    assert isinstance(spec.window, SlidingWindow)
+    assert spec.window.trigger == Count(1)
+    window = spec.build()
+    assert [e.kind.value for e in window.insert({"v": 1})][-1] == "trigger"
+    assert [e.kind.value for e in window.insert({"v": 2})][-1] == "trigger"
+    assert SlidingWindow(Count(2)).trigger == Count(1)
+
+
+def test_the_issue_spellings_of_delta_trigger_and_tuple_count_eviction() -> None:
+    spec = parse_spec(
+        {
+            "kind": "sliding",
+            "evict": {"count": 4},
+            "trigger": {"delta": {"attribute": "age", "size": 2}},
+            "partition_by": "p",
+            "partition_eviction": {"tuples": 10, "select": "lru"},
+        }
+    )
+    assert isinstance(spec.window, SlidingWindow)
+    assert spec.window.trigger == Delta("age", 2)
+    assert spec.window.partition_eviction == PartitionEviction(TupleCount(10))
+
+
+@pytest.mark.parametrize("limit", ["count", "tuples"])
+def test_partition_count_and_tuple_count_may_be_zero(limit: str) -> None:
+    raw = {**SLIDING, "partition_by": "p", "partition_eviction": {limit: 0}}
+    eviction = parse_spec(raw).window.partition_eviction
+    assert eviction is not None
+    assert eviction.limit in (PartitionCount(0), TupleCount(0))
