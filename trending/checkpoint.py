@@ -27,17 +27,19 @@ class SnapshotStore:
         """Batch ids that have a snapshot, oldest first."""
         return sorted(int(p.name[: -len(_SUFFIX)]) for p in self.folder.glob(f"*{_SUFFIX}"))
 
-    def save(self, batch_id: int, state: Any) -> None:
-        """Write the state after ``batch_id`` durably, then drop old snapshots."""
+    def save(self, batch_id: int, state: Any) -> int:
+        """Write the state after ``batch_id`` durably, drop old snapshots; return its bytes."""
         final = self.folder / f"{batch_id}{_SUFFIX}"
         temporary = final.with_suffix(".tmp")
         with temporary.open("wb") as file:
             pickle.dump(state, file, protocol=pickle.HIGHEST_PROTOCOL)
             file.flush()
             os.fsync(file.fileno())
+            size = file.tell()
         temporary.replace(final)
         for old in self.batches()[: -self.keep]:
             (self.folder / f"{old}{_SUFFIX}").unlink(missing_ok=True)
+        return size
 
     def load(self, at_most: int) -> tuple[int, Any] | None:
         """The newest snapshot with batch id ``<= at_most``; newer ones are discarded."""

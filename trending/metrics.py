@@ -285,6 +285,8 @@ class HashtagObserver:
         windows = len(processor.engine.state.windows)
         m.windows_opened.inc(max(0, windows - self._windows + stats.finals))
         self._windows = windows
+        if stats.state_bytes is not None:  # the driver's state, as its snapshot's size
+            m.state_memory.labels("sliding_topk").set(stats.state_bytes)
         self._observe_state(processor)
 
     def _observe_state(self, processor: HashtagBatchProcessor) -> None:

@@ -82,6 +82,7 @@ class BatchStats:
     watermark_ms: int | None = None
     skipped: bool = False
     started_at: float = 0.0  # wall clock, seconds
+    state_bytes: int | None = None  # serialized size of the window state after the batch
     phases: dict[str, float] = field(default_factory=dict)  # seconds per phase
     dead_reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
 
@@ -148,7 +149,7 @@ class HashtagBatchProcessor:
                 records.append(self._dead_letter(topic, partition, offset, key, value, reason))
         stats.revisions = sum(not u.is_final for u in updates)
         stats.finals = len(updates) - stats.revisions
-        self.snapshots.save(batch_id, self.engine.state)
+        stats.state_bytes = self.snapshots.save(batch_id, self.engine.state)
         stats.phases["snapshot"] = time.monotonic() - clock
         clock = time.monotonic()
         self.writer.write_batch(batch_id, records)
