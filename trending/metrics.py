@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
     from trending.jobs.hashtags import BatchStats, HashtagBatchProcessor
 
+from trending.errors import UserError
+
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
@@ -225,8 +227,12 @@ class Metrics:
             self.top_window_start.set(0 if window_start_ms is None else window_start_ms / 1000)
 
 
-def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--metrics-host`` and ``--metrics-port`` (0 disables the endpoint)."""
+def add_metrics_arguments(parser: argparse.ArgumentParser, port: int = DEFAULT_PORT) -> None:
+    """Add ``--metrics-host`` and ``--metrics-port`` (0 disables the endpoint).
+
+    Jobs serve on the default port; helper commands (producer, reader) pass ``port=0`` so they
+    can run beside a job without a clash, and serve only when given a port.
+    """
     group = parser.add_argument_group("metrics")
     group.add_argument(
         "--metrics-host",
@@ -236,8 +242,8 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--metrics-port",
         type=int,
-        default=DEFAULT_PORT,
-        help="port of the Prometheus endpoint; 0 disables it",
+        default=port,
+        help="port of the Prometheus endpoint; 0 disables it (default: %(default)s)",
     )
 
 
@@ -321,3 +327,17 @@ def finite(value: object) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
+
+
+def serve_metrics(kind: str, host: str, port: int) -> tuple[Metrics, MetricsServer | None]:
+    """The metrics of a command, served on ``host:port`` unless the port is 0."""
+    metrics = Metrics(kind)
+    if port == 0:
+        return metrics, None
+    try:
+        return metrics, MetricsServer(metrics, host, port)
+    except OSError as error:
+        raise UserError(
+            f"cannot serve metrics on {host}:{port} ({error.strerror}): pick another "
+            "--metrics-port, or 0 to turn the endpoint off"
+        ) from error

@@ -198,3 +198,21 @@ def test_dashboard_and_alerts_use_only_exported_names() -> None:
     titles = " ".join(p["title"].lower() for p in dashboard["panels"])
     for topic in ("throughput", "lag", "p50", "watermark", "state", "dead", "trending"):
         assert topic in titles
+
+
+def test_a_taken_metrics_port_is_a_clear_error_and_0_serves_nothing() -> None:
+    import socket
+
+    import pytest
+
+    from trending.errors import UserError
+    from trending.metrics import serve_metrics
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(UserError, match=f"127.0.0.1:{port}.*--metrics-port"):
+            serve_metrics("produce", "127.0.0.1", port)
+    _, server = serve_metrics("produce", "127.0.0.1", 0)
+    assert server is None

@@ -21,6 +21,7 @@ from connectors.avro import (
 )
 from connectors.kafka import add_kafka_arguments, consumer, kafka_from_args
 from trending.errors import UserError
+from trending.metrics import add_metrics_arguments, serve_metrics
 
 ASSIGN_GRACE_S = 30.0
 
@@ -48,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"read the Confluent wire format (default: ${REGISTRY_ENV}; none: plain Avro)",
     )
     add_kafka_arguments(parser)
+    add_metrics_arguments(parser, port=0)
     parser.set_defaults(handler=run)
 
 
@@ -56,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
     schema = args.schema or schema_for_topic(args.topic)
     registry = resolve_registry_url(args.schema_registry_url)
     codec = AvroCodec(schema, registry, subject=f"{args.topic}-value")
+    metrics, server = serve_metrics("consume", args.metrics_host, args.metrics_port)
+    metrics.add_topics(read=[args.topic])
+    read = metrics.records_read.labels(args.topic)
     client = consumer(bootstrap, extra, from_beginning=args.from_beginning)
     idle = _IdleClock(args.idle_timeout)
     client.subscribe([args.topic], on_assign=idle.on_assign)
@@ -68,9 +73,13 @@ def run(args: argparse.Namespace) -> int:
                     break
                 continue
             idle.reset()
-            printed += _handle(message, codec, schema, as_json=args.json)
+            done = _handle(message, codec, schema, as_json=args.json)
+            printed += done
+            read.inc(done)
     finally:
         client.close()
+        if server is not None:
+            server.close()
     return 0
 
 

@@ -15,6 +15,7 @@ from connectors.kafka import DeliveryError, add_kafka_arguments, kafka_from_args
 from trending.durations import parse_duration_ms
 from trending.errors import UserError
 from trending.generate import generate_tweets, produce_tweets, read_jsonl
+from trending.metrics import MetricsServer, add_metrics_arguments, serve_metrics
 
 MAX_REPORTED_BAD_LINES = 20
 
@@ -74,6 +75,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     tweets.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     add_kafka_arguments(tweets)
+    add_metrics_arguments(tweets, port=0)
     tweets.set_defaults(handler=run_tweets)
 
 
@@ -85,8 +87,14 @@ def run_tweets(args: argparse.Namespace) -> int:
         total = None
     else:
         tweets, total = _generated(args), args.count
+    metrics, server = serve_metrics("produce", args.metrics_host, args.metrics_port)
+    metrics.add_topics(written=[args.topic])
     started = time.monotonic()
-    with _progress(total, quiet=args.quiet or not sys.stderr.isatty()) as advance:
+    with (
+        _progress(total, quiet=args.quiet or not sys.stderr.isatty()) as bar,
+        _closing(server),
+    ):
+        advance = _counting(bar, metrics.records_written.labels(args.topic))
         try:
             count = produce_tweets(
                 bootstrap,
@@ -107,6 +115,29 @@ def run_tweets(args: argparse.Namespace) -> int:
         if args.from_jsonl is not None:
             print(f"skipped {bad.count} bad lines of {args.from_jsonl}")
     return 0
+
+
+def _counting(bar: Callable[[int], None] | None, counter: Any) -> Callable[[int], None]:
+    """A progress callback (count so far) that also moves the records-written counter."""
+    seen = 0
+
+    def advance(done: int) -> None:
+        nonlocal seen
+        counter.inc(done - seen)
+        seen = done
+        if bar is not None:
+            bar(done)
+
+    return advance
+
+
+@contextmanager
+def _closing(server: MetricsServer | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if server is not None:
+            server.close()
 
 
 def _generated(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
