@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics
 from connectors.transactions import OutRecord, TransactionalBatchWriter
-from tests.support.topics import decode_all, read_topic
+from tests.support.kafka import read_all
 from trending.jobs.hashtags import HashtagJobConfig, start_query
 from trending.text.hashtags import hashtag_keys
 from trending.windows.sliding import SlidingWindows, Window
@@ -126,7 +126,7 @@ class Job:
 
     def records(self, name: str = "trending") -> list[dict[str, Any]]:
         codec = AvroCodec("trending_topk") if name == "trending" else AvroCodec("tweet")
-        return decode_all(codec, read_topic(self.bootstrap, self.topics[name]))
+        return [codec.decode(r.value) for r in read_all(self.bootstrap, self.topics[name])]
 
 
 def finals_of(records: list[dict[str, Any]]) -> dict[Window, tuple[tuple[str, int], ...]]:
@@ -167,7 +167,7 @@ def test_finals_equal_brute_force_and_revisions_are_consistent(
         tops = [r["top"] for r in history if not r["is_final"]]
         assert all(a != b for a, b in itertools.pairwise(tops))
     # nothing lost: every record is counted, late or dead-lettered
-    dead = read_topic(kafka_bootstrap, job.topics["dlq"])
+    dead = [(r.key, r.value) for r in read_all(kafka_bootstrap, job.topics["dlq"])]
     assert len(dead) == 2
     reasons = {AvroCodec("dead_letter").decode(v)["reason"] for _, v in dead}
     assert reasons == {"value is not valid Avro for the schema", "empty value"}
