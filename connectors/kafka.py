@@ -35,13 +35,15 @@ def resolve_bootstrap(value: str | None) -> str:
     return value or os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP
 
 
-def parse_kafka_options(items: Sequence[str] | None) -> dict[str, str]:
-    """``["KEY=VALUE", ...]`` as a dict; a :class:`UserError` for an item without ``=``."""
+def parse_kafka_options(
+    items: Sequence[str] | None, flag: str = "--kafka-option"
+) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` as a dict; a :class:`UserError` naming ``flag`` for a bad item."""
     options: dict[str, str] = {}
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UserError(f"--kafka-option wants KEY=VALUE, got {item!r}")
+            raise UserError(f"{flag} wants KEY=VALUE, got {item!r}")
         options[key.strip()] = value
     return options
 

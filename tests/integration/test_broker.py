@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.jvm]
 
 def trending(*args: str) -> list[str]:
     """The ``trending`` command line (with only the command modules that import yet)."""
-    return [sys.executable, "-m", "tests.support.cli", *args]
+    return [sys.executable, "-m", "trending.cli", *args]
 
 
 def broker_args(port: int, controller: int, data: Path) -> list[str]:

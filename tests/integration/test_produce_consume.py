@@ -24,7 +24,7 @@ Topic = Callable[[str], str]
 
 def trending(bootstrap: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run ``trending ARGS --bootstrap-servers B`` (only the command modules that import yet)."""
-    command = [sys.executable, "-m", "tests.support.cli", *args, "--bootstrap-servers", bootstrap]
+    command = [sys.executable, "-m", "trending.cli", *args, "--bootstrap-servers", bootstrap]
     return subprocess.run(
         command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False
     )

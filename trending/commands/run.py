@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from connectors.kafka import (
     add_kafka_arguments,
@@ -19,6 +19,9 @@ from connectors.kafka import (
 from trending.durations import format_duration_ms, parse_duration_ms
 from trending.errors import UserError
 from trending.metrics import add_metrics_arguments
+
+if TYPE_CHECKING:
+    from trending.jobs.hashtags import HashtagJobConfig
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -135,9 +138,9 @@ def run_hashtags(args: argparse.Namespace) -> int:
         shuffle_partitions=args.shuffle_partitions,
         schema_registry_url=args.schema_registry_url or os.environ.get("SCHEMA_REGISTRY_URL"),
         topic_partitions=args.partitions,
-        spark_kafka_options=_options(args.spark_kafka_option, "--spark-kafka-option"),
+        spark_kafka_options=parse_kafka_options(args.spark_kafka_option, "--spark-kafka-option"),
         kafka_options=kafka_options,
-        spark_conf=_options(args.conf, "--conf"),
+        spark_conf=parse_kafka_options(args.conf, "--conf"),
     )
     _validate(config)
     try:
@@ -150,14 +153,7 @@ def run_hashtags(args: argparse.Namespace) -> int:
     return run_job(config, (args.metrics_host, args.metrics_port))
 
 
-def _options(items: list[str], flag: str) -> dict[str, str]:
-    try:
-        return parse_kafka_options(items)
-    except UserError as error:
-        raise UserError(str(error).replace("--kafka-option", flag)) from error
-
-
-def _validate(config: Any) -> None:
+def _validate(config: HashtagJobConfig) -> None:
     try:
         _ = config.windows
     except ValueError as error:
@@ -166,7 +162,7 @@ def _validate(config: Any) -> None:
         raise UserError(f"--top must be positive, got {config.k}")
 
 
-def run_job(config: Any, metrics_address: tuple[str, int] = ("127.0.0.1", 0)) -> int:
+def run_job(config: HashtagJobConfig, metrics_address: tuple[str, int] = ("127.0.0.1", 0)) -> int:
     """Start Spark and the query, report progress, stop cleanly on Ctrl-C or SIGTERM."""
     from trending.jobs.hashtags import start_query, summarize
     from trending.spark.listener import start_monitoring

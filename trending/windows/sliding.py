@@ -73,10 +73,3 @@ class SlidingWindows:
     def index_range_of_pane(self, pane_start: int) -> range:
         """Indices ``n`` of the windows that hold the pane starting at ``pane_start``."""
         return self.index_range(pane_start)
-
-    def index_of_start(self, start: int) -> int:
-        """The ``n`` of the window starting at ``start``."""
-        n, rest = divmod(start - self.align_ms, self.hop_ms)
-        if rest:
-            raise ValueError(f"{start} is not the start of a window")
-        return n
