@@ -2,7 +2,7 @@
 
 Input is JSON files added to a directory between ``processAllAvailable()`` calls (Spark's file
 source keeps which files it read in the checkpoint); output goes to a memory sink. The oracle
-is the pure core: ``spec.build()`` fed each key's rows alone (``keyed.pure_inputs``).
+is the pure core: ``keyed.build_window(spec)`` fed each key's rows alone (``keyed.pure_inputs``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from trending.windows.spl import parse_spec
-from trending.windows.spl.keyed import pure_inputs
+from trending.windows.spl.keyed import build_window, pure_inputs
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +82,7 @@ def pure_events(
     out: Events = {}
     for user in sorted({row["user"] for row in rows}):
         mine = sorted((r for r in rows if r["user"] == user), key=lambda r: r["id"])
-        window = window_spec.build()
+        window = build_window(window_spec)
         events = list(window.run(pure_inputs(user, [(None, r) for r in mine])))
         if end_ms is not None:
             events += window.advance_to(end_ms)
@@ -298,7 +298,7 @@ def pure_whole_events(spec: dict[str, Any], rows: list[dict[str, Any]]) -> Event
     ordered = sorted(rows, key=lambda r: r["id"])
     inputs = pure_partitioned_inputs((None, r["user"], r) for r in ordered)
     out: Events = defaultdict(list)
-    for seq, e in enumerate(parse_spec(spec).build().run(inputs)):
+    for seq, e in enumerate(build_window(parse_spec(spec)).run(inputs)):
         out[str(e.partition)].append((e.kind.value, seq, [dict(t) for t in e.tuples], None))
     return dict(out)
 

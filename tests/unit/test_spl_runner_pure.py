@@ -22,6 +22,7 @@ from trending.windows.spl import SpecError, WindowEvent, parse_spec
 from trending.windows.spl.events import EventKind
 from trending.windows.spl.keyed import (
     KeyState,
+    build_window,
     check_keyed,
     event_row,
     join_snapshot,
@@ -66,7 +67,7 @@ def run_engine(
 
 
 def pure_run(spec_raw: dict[str, Any], rows: list[tuple[int, dict[str, Any]]]) -> list[Any]:
-    window = parse_spec(spec_raw).build()
+    window = build_window(parse_spec(spec_raw))
     events = list(window.run(pure_inputs("k", rows)))
     return events + window.advance_to(rows[-1][0] + 10_000)
 
@@ -237,7 +238,7 @@ def test_a_whole_window_gives_the_same_events_whatever_the_batches(
         assert len(parts) == len(step.state.snapshot["partitions"])
         snapshot = join_snapshot(json.loads(json.dumps(meta)), parts)
         state, events = KeyState(snapshot, step.state.emitted, None), events + step.events
-    expected = list(spec.build().run(pure_partitioned_inputs(rows)))
+    expected = list(build_window(spec).run(pure_partitioned_inputs(rows)))
     assert [(e.kind, e.partition, list(e.tuples)) for e in events] == [
         (e.kind, e.partition, list(e.tuples)) for e in expected
     ]

@@ -19,13 +19,15 @@ The timer is always the next instant a time policy acts (:func:`next_due`): the 
 trigger or tumbling flush ``k * period``, or the oldest tuple's time eviction ``s + period``;
 ``None`` when nothing is due (for instance an empty window), so idle empty keys cost nothing.
 
-Each key's window is an ordinary non-partitioned core window whose partition is the key, so
-the events equal those of ``spec.build()`` fed the key's rows alone (:func:`pure_inputs`).
+Each key's window is an ordinary core window whose only partition is the key, so the events
+equal those of :func:`build_window` fed the key's rows alone (:func:`pure_inputs`). That window
+has ``empty_window_events`` off: SPL's trigger or flush of an empty window belongs to the whole
+operator window, not to a key, and a key with no tuples must cost nothing (no timer, no row).
 
 Partition eviction compares partitions with each other (LRU, partition count, tuple count), so
 a spec with ``partition_eviction`` runs *whole* (:func:`runs_whole`): one engine key holds the
 whole partitioned window, each row goes into the partition of its key column, and the events
-equal those of ``spec.build()`` fed every row in order (:func:`pure_partitioned_inputs`).
+equal those of :func:`build_window` fed every row in order (:func:`pure_partitioned_inputs`).
 The engine then stores the window as one row of window-level state plus one row per live
 partition (:func:`split_snapshot` / :func:`join_snapshot`), deleting the rows of evicted
 partitions, so its state stays as bounded as the window. :func:`check_keyed` refuses
@@ -106,6 +108,13 @@ def check_keyed(spec: WindowSpec, time_mode: str) -> None:
         raise SpecError("a time policy needs time_mode 'event' or 'processing', not 'none'")
 
 
+def build_window(spec: WindowSpec, snapshot: Mapping[str, Any] | None = None) -> WindowLogic:
+    """``spec.build(snapshot)`` with ``empty_window_events`` off (see the module doc)."""
+    window = spec.build(snapshot)
+    window.empty_window_events = False
+    return window
+
+
 def next_due(window: WindowLogic) -> int | None:
     """The next clock instant at which ``window`` has a time-based event due, if any."""
     return window.next_due()
@@ -135,7 +144,7 @@ def on_partitioned_rows(
 ) -> Step:
     """Insert ``rows`` ``(time_ms, partition, record)``, oldest first, into one window whose
     partitions they name (a window that :func:`runs_whole`); clock as :func:`on_rows`."""
-    window = spec.build(state.snapshot)
+    window = build_window(spec, state.snapshot)
     events: list[WindowEvent] = []
     if clock_ms is not None:
         events += window.advance_to(max(clock_ms, window.now_ms))
@@ -167,7 +176,7 @@ def join_snapshot(meta: Mapping[str, Any], parts: Mapping[str, str]) -> dict[str
 
 def on_timer(spec: WindowSpec, state: KeyState, fired_ms: int, now_ms: int | None = None) -> Step:
     """The timer at ``fired_ms`` fired: move the clock to ``max(fired_ms, now_ms, clock)``."""
-    window = spec.build(state.snapshot)
+    window = build_window(spec, state.snapshot)
     fired = KeyState(state.snapshot, state.emitted, None)  # a fired timer is gone
     target = max(fired_ms, window.now_ms, -1 if now_ms is None else now_ms)
     return _finish(window, fired, window.advance_to(target))

@@ -1,15 +1,21 @@
 """Partition eviction: deleting whole partitions of a partitioned window to bound memory.
 
-When it is checked (as the SPL runtime does): right after each tuple insertion, after the
-``after_insert`` event and before the flush, ``initial_full`` or trigger that the insertion
-causes (which do not happen if the partition just inserted into was evicted); and, for the age
-limit, also at every clock instant a partition's age runs out.
+When it is checked (as the SPL runtime's ``WindowImpl`` does):
+
+* ``partitionCount`` and ``tupleCount``: right after each tuple insertion, after the
+  ``after_insert`` event and before the flush, ``initial_full`` or trigger that the insertion
+  causes (which do not happen if the partition just inserted into was evicted);
+* ``partitionAge``: right *before* each insertion (before any of its events, as inserting
+  renews the partition's age), before a punctuation flushes a non-empty punctuation window,
+  and at each tick of a time trigger or tumbling time flush, before it fires. Moving the clock
+  alone checks nothing: an idle partition goes at the next insertion, punctuation or tick.
 
 Limits (SPL names in brackets), over partitions ordered least recently inserted-into first
 (LRU order, the partition just inserted into included, as the newest):
 
-* :class:`PartitionAge` ``partitionAge(n)``: a partition whose last insertion was at ``L`` is
-  over age from the clock instant ``L + age_ms`` on; LRU deletes every partition over age.
+* :class:`PartitionAge` ``partitionAge(n)``: exceeded when the least recently used partition,
+  last inserted into at ``L``, is older than the age: ``L + age_ms < now`` (strictly); LRU
+  then deletes every partition with ``L + age_ms <= now``.
 * :class:`PartitionCount` ``partitionCount(c)``: over while there are more than ``c``
   partitions; LRU deletes the oldest until there are ``c`` (``c = 0`` deletes the partition
   just inserted into as well).
@@ -26,8 +32,8 @@ fires ``partition_select`` per chosen partition, then ``partition_evict`` per ch
 partition, and deletes them. A deleted partition that receives tuples later starts afresh
 (counts, delta reference, ``initial_full``).
 
-A tumbling count or punctuation flush deletes the partition, so partitions emptied that way
-do not count toward these limits.
+A tumbling flush deletes the partition, and so does a sliding time eviction that empties it,
+so emptied partitions do not count toward these limits.
 """
 
 from __future__ import annotations
@@ -70,18 +76,12 @@ class PartitionAge:
         return cls(seconds_to_ms(seconds))
 
     def exceeded(self, infos: Sequence[PartitionInfo], now_ms: int) -> bool:
-        return any(self._old(info, now_ms) for info in infos)
+        """The least recently used partition is strictly older than the age."""
+        return min(info.last_insert_ms for info in infos) + self.age_ms < now_ms
 
     def lru(self, infos: Sequence[PartitionInfo], now_ms: int) -> list[PartitionKey]:
-        return [info.key for info in infos if self._old(info, now_ms)]
-
-    def next_due(self, infos: Iterable[PartitionInfo], now_ms: int) -> int | None:
-        """The first instant after ``now_ms`` at which some partition gets over age."""
-        dues = [info.last_insert_ms + self.age_ms for info in infos]
-        return min((due for due in dues if due > now_ms), default=None)
-
-    def _old(self, info: PartitionInfo, now_ms: int) -> bool:
-        return info.last_insert_ms + self.age_ms <= now_ms
+        """Every partition last inserted into at or before ``now - age``."""
+        return [info.key for info in infos if info.last_insert_ms + self.age_ms <= now_ms]
 
 
 @dataclass(frozen=True)
@@ -136,12 +136,6 @@ class PartitionEviction:
         if not isinstance(self.limit, PartitionAge | PartitionCount | TupleCount):
             raise ValueError(f"not a partition eviction limit: {self.limit!r}")
 
-    def next_due(self, state: WindowState) -> int | None:
-        """The next clock instant at which the age limit needs a check, if any."""
-        if not isinstance(self.limit, PartitionAge):
-            return None
-        return self.limit.next_due(partition_infos(state), state.now_ms)
-
 
 def partition_infos(state: WindowState) -> list[PartitionInfo]:
     """Every partition, least recently inserted-into first."""
@@ -173,7 +167,7 @@ def _over(state: WindowState, limit: PartitionLimit) -> bool:
         return len(state.partitions) > limit.count
     if isinstance(limit, TupleCount):
         return sum(p.size for p in parts) > limit.tuples
-    return min(p.last_insert_ms for p in parts) + limit.age_ms <= state.now_ms
+    return min(p.last_insert_ms for p in parts) + limit.age_ms < state.now_ms
 
 
 def _checked(

@@ -19,12 +19,13 @@ attribute of ``t``, ``s`` the inserting time of a tuple):
       make ``x`` the new ``ref``; ``ref`` starts as the partition's first tuple.
 * :class:`Time` ``time(period)``
     - tumbling eviction: at every clock instant ``k * period`` (``k >= 1``) flush each
-      non-empty partition; window ``k`` holds the tuples inserted in
-      ``[(k-1) * period, k * period)``.
+      partition (an empty window: one empty partition ``None``); window ``k`` holds the
+      tuples inserted in ``[(k-1) * period, k * period)``.
     - sliding eviction: a tuple inserted at ``s`` is evicted at ``s + period``.
-    - sliding trigger: at every ``k * period`` (``k >= 1``) trigger each non-empty partition;
-      triggers at an instant come before the evictions due at that instant, so a trigger at
-      ``t`` under ``time(p)`` eviction sees the tuples inserted in ``[t - p, t)``.
+    - sliding trigger: at every ``k * period`` (``k >= 1``) trigger each partition (an empty
+      window: one empty partition ``None``); triggers at an instant come before the
+      evictions due at that instant, so a trigger at ``t`` under ``time(p)`` eviction sees
+      the tuples inserted in ``[t - p, t)``.
 * :class:`Punct` ``punct()``: tumbling eviction only; a punctuation flushes every partition
   (or fires ``empty_punct`` when no partition holds a tuple).
 """

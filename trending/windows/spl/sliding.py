@@ -30,10 +30,12 @@ Rules the seed leaves open, as the SPL runtime decides them:
   eviction; time eviction at the partition's first insertion (SPL deems a time window full
   from the start), right before ``before_insert``.
 
-A time trigger never fires on an empty partition. Sliding windows cannot evict or trigger on
-punctuation (``ValueError``); a punctuation inserted into a sliding window is ignored. A
-partition that time eviction empties stays, keeping its trigger state, until a partition
-eviction policy deletes it.
+Time eviction deletes a partition it empties, but (as the runtime) keeps its trigger count,
+delta reference and ``initial_full`` mark for its next tuple (:class:`.state.WindowState`'s
+``dormant``); a delta trigger may then fire on the new, still empty partition. A time trigger
+fires for each partition, or once for a made-up empty partition ``None`` when the window is
+empty (unless ``empty_window_events`` is off). Sliding windows cannot evict or trigger on
+punctuation (``ValueError``); a punctuation inserted into a sliding window is ignored.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class SlidingWindow:
     evict: Policy
     trigger: Policy = field(default_factory=lambda: Count(1))
     partition_eviction: PartitionEviction | None = None
+    empty_window_events: bool = True
 
     def __post_init__(self) -> None:
         for role, policy in (("eviction", self.evict), ("trigger", self.trigger)):
@@ -82,7 +85,7 @@ class SlidingLogic(WindowLogic):
     """A running sliding window (see the module docstring for its rules)."""
 
     def __init__(self, config: SlidingWindow, state: WindowState) -> None:
-        super().__init__(config.partition_eviction, state)
+        super().__init__(config.partition_eviction, state, config.empty_window_events)
         self.config = config
         evict, trigger = config.evict, config.trigger
         self._deltas = [p for p in (evict, trigger) if isinstance(p, Delta)]
@@ -94,9 +97,7 @@ class SlidingLogic(WindowLogic):
             policy.value(record)
 
     def _on_insert(self, key: PartitionKey, record: Record, out: list[WindowEvent]) -> None:
-        part = self._state.partitions.get(key)
-        if part is None:
-            part = self._state.partitions[key] = PartitionState()
+        part = self._partition(key)
         evict, trigger = self.config.evict, self.config.trigger
         if isinstance(trigger, Delta):
             self._delta_trigger(trigger, key, part, record, out)
@@ -182,8 +183,7 @@ class SlidingLogic(WindowLogic):
             self._emit(out, EventKind.INITIAL_FULL, key, part.content())
 
     def _trigger(self, key: PartitionKey, part: PartitionState, out: list[WindowEvent]) -> None:
-        if part.size:
-            out.append(WindowEvent(EventKind.TRIGGER, key, part.entries.view(), self._state.now_ms))
+        out.append(WindowEvent(EventKind.TRIGGER, key, part.entries.view(), self._state.now_ms))
 
     def _on_added(self, part: PartitionState, record: Record) -> None:
         """Sliding windows have no summarizers."""
@@ -194,19 +194,37 @@ class SlidingLogic(WindowLogic):
     def _next_timer_due(self) -> int | None:
         dues: list[int] = []
         evict, trigger = self.config.evict, self.config.trigger
-        nonempty = self._nonempty()
         if isinstance(evict, Time):
-            dues.extend(part.entries.oldest()[0] + evict.period_ms for _, part in nonempty)
-        if isinstance(trigger, Time) and nonempty:
+            parts = self._nonempty()
+            dues.extend(part.entries.oldest()[0] + evict.period_ms for _, part in parts)
+        if isinstance(trigger, Time) and self._fires_now():
             dues.append(trigger.next_boundary(self._state.now_ms))
         return min(dues, default=None)
 
     def _on_tick(self, time_ms: int, out: list[WindowEvent]) -> None:
         evict, trigger = self.config.evict, self.config.trigger
         if isinstance(trigger, Time) and trigger.is_boundary(time_ms):
-            for key, part in self._nonempty():
-                self._trigger(key, part, out)
+            self._time_trigger(out)
         if isinstance(evict, Time):
-            for key, part in self._nonempty():
-                while part.entries and part.entries.oldest()[0] + evict.period_ms <= time_ms:
-                    self._evict_oldest(key, part, out)
+            self._time_evict(evict, time_ms, out)
+
+    def _time_trigger(self, out: list[WindowEvent]) -> None:
+        """A trigger tick: the age check, then a trigger per partition (or the empty one)."""
+        self._check_partition_age(out)
+        partitions = self._state.partitions
+        if not partitions and self.empty_window_events:
+            self._emit(out, EventKind.TRIGGER, None)
+        for key, part in list(partitions.items()):
+            self._trigger(key, part, out)
+
+    def _time_evict(self, evict: Time, time_ms: int, out: list[WindowEvent]) -> None:
+        """Evict tuples inserted at or before ``time_ms - period``; emptied partitions go
+        dormant (deleted, their trigger marks kept)."""
+        state = self._state
+        for key, part in list(state.partitions.items()):
+            while part.entries and part.entries.oldest()[0] + evict.period_ms <= time_ms:
+                self._evict_oldest(key, part, out)
+            if not part.size:
+                part.entries.clear()
+                del state.partitions[key]
+                state.dormant[key] = part

@@ -10,7 +10,8 @@ Form (times in seconds, as SPL writes them)::
                                            # C, T >= 0; + optional "select": "lru" (default)
                                            #   | "operator"
      "summaries": {NAME: SUMMARY, ...},    # tumbling only
-     "keep_tuples": true}                  # tumbling only; false keeps counts and summaries
+     "keep_tuples": true,                  # tumbling only; false keeps counts and summaries
+     "empty_window_events": true}          # false: a time trigger/flush skips empty windows
 
     POLICY  = {"count": N} | {"delta": {"attribute": A, "size": S}} | {"time": SECONDS}
               | "punct" | {"punct": true}
@@ -45,8 +46,23 @@ from trending.windows.spl.tumbling import TumblingWindow
 from trending.windows.spl.window import WindowLogic
 
 _FIELDS = {
-    "tumbling": {"kind", "evict", "partition_by", "partition_eviction", "summaries", "keep_tuples"},
-    "sliding": {"kind", "evict", "trigger", "partition_by", "partition_eviction"},
+    "tumbling": {
+        "kind",
+        "evict",
+        "partition_by",
+        "partition_eviction",
+        "summaries",
+        "keep_tuples",
+        "empty_window_events",
+    },
+    "sliding": {
+        "kind",
+        "evict",
+        "trigger",
+        "partition_by",
+        "partition_eviction",
+        "empty_window_events",
+    },
 }
 _ATTRIBUTE_SUMMARIES: dict[str, Callable[[str], Summarizer]] = {
     "sum": summ.Sum,
@@ -93,32 +109,41 @@ def parse_spec(raw: object, selector: Selector | None = None) -> WindowSpec:
     partition_by = _partition_by(spec.get("partition_by"))
     eviction = _partition_eviction(spec.get("partition_eviction"), partition_by, selector)
     evict = _policy(_required(spec, "evict"), "evict")
+    empty = _flag(spec, "empty_window_events")
     if kind == "sliding":
         trigger = _policy(spec.get("trigger", {"count": 1}), "trigger")
-        window: TumblingWindow | SlidingWindow = _sliding(evict, trigger, eviction)
+        window: TumblingWindow | SlidingWindow = _sliding(evict, trigger, eviction, empty)
     else:
-        window = _tumbling(spec, evict, eviction)
+        window = _tumbling(spec, evict, eviction, empty)
     return WindowSpec(window, partition_by)
 
 
-def _sliding(evict: Policy, trigger: Policy, eviction: PartitionEviction | None) -> SlidingWindow:
+def _sliding(
+    evict: Policy, trigger: Policy, eviction: PartitionEviction | None, empty: bool
+) -> SlidingWindow:
     for path, policy in (("evict", evict), ("trigger", trigger)):
         if isinstance(policy, Punct):
             raise SpecError(
                 f"{path}: a sliding window cannot evict or trigger on punctuation "
                 "(only tumbling windows can)"
             )
-    return SlidingWindow(evict, trigger, eviction)
+    return SlidingWindow(evict, trigger, eviction, empty)
 
 
 def _tumbling(
-    spec: Mapping[str, Any], evict: Policy, eviction: PartitionEviction | None
+    spec: Mapping[str, Any], evict: Policy, eviction: PartitionEviction | None, empty: bool
 ) -> TumblingWindow:
-    keep = spec.get("keep_tuples", True)
-    if not isinstance(keep, bool):
-        raise SpecError(f"keep_tuples: must be true or false, got {keep!r}")
+    keep = _flag(spec, "keep_tuples")
     summaries = _summaries(spec.get("summaries", {}))
-    return TumblingWindow(evict, eviction, summaries, keep)
+    return TumblingWindow(evict, eviction, summaries, keep, empty)
+
+
+def _flag(spec: Mapping[str, Any], name: str) -> bool:
+    """A true/false field, true by default."""
+    value = spec.get(name, True)
+    if not isinstance(value, bool):
+        raise SpecError(f"{name}: must be true or false, got {value!r}")
+    return value
 
 
 def _policy(raw: object, path: str) -> Policy:

@@ -161,12 +161,18 @@ class PartitionState:
 
 @dataclass
 class WindowState:
-    """A whole window: its kind, clock, insertion counter and partitions."""
+    """A whole window: its kind, clock, insertion counter and partitions.
+
+    ``dormant`` holds the policy marks (trigger count, delta reference, ``initial_full``) of
+    sliding partitions that time eviction emptied and removed: the SPL runtime removes such a
+    partition but keeps those marks, so the partition's next tuple resumes them.
+    """
 
     kind: str
     now_ms: int = 0
     seq: int = 0
     partitions: dict[PartitionKey, PartitionState] = field(default_factory=dict)
+    dormant: dict[PartitionKey, PartitionState] = field(default_factory=dict)
 
 
 def to_snapshot(state: WindowState) -> dict[str, Any]:
@@ -177,6 +183,7 @@ def to_snapshot(state: WindowState) -> dict[str, Any]:
         "now_ms": state.now_ms,
         "seq": state.seq,
         "partitions": [_partition_to_dict(key, part) for key, part in state.partitions.items()],
+        "dormant": [_partition_to_dict(key, part) for key, part in state.dormant.items()],
     }
 
 
@@ -188,7 +195,8 @@ def from_snapshot(data: Mapping[str, Any], kind: str) -> WindowState:
         raise ValueError(f"snapshot of a {data.get('kind')!r} window given to a {kind!r} window")
     try:
         partitions = dict(_partition_from_dict(item) for item in data["partitions"])
-        return WindowState(kind, int(data["now_ms"]), int(data["seq"]), partitions)
+        dormant = dict(_partition_from_dict(item) for item in data.get("dormant", ()))
+        return WindowState(kind, int(data["now_ms"]), int(data["seq"]), partitions, dormant)
     except (KeyError, TypeError) as error:
         raise ValueError(f"malformed window snapshot: {error!r}") from error
 

@@ -8,7 +8,9 @@ eviction        on ``insert(x)``
 count(n)        before_insert, after_insert, then if ``|W| = n``: before_flush, after_flush
                 (no flush if partition eviction just deleted the partition)
 delta(a, s)     if ``a(x) - a(oldest) > s``: before_flush, after_flush; then the insertion
-time(p)         the insertion only; flushes happen on the clock at ``k * p``
+time(p)         the insertion only; flushes happen on the clock at ``k * p``: every
+                partition in creation order, or once a made-up empty partition ``None``
+                when the window is empty (as the SPL runtime; ``empty_window_events``)
 punct()         the insertion only; a punctuation flushes every partition (in creation
                 order), or fires ``empty_punct`` when there is no tuple in the window
 ==============  ==========================================================================
@@ -51,6 +53,7 @@ class TumblingWindow:
     partition_eviction: PartitionEviction | None = None
     summarizers: Mapping[str, Summarizer] = field(default_factory=dict)
     keep_tuples: bool = True
+    empty_window_events: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.evict, Count | Delta | Time | Punct):
@@ -67,7 +70,7 @@ class TumblingLogic(WindowLogic):
     """A running tumbling window (see the module docstring for its rules)."""
 
     def __init__(self, config: TumblingWindow, state: WindowState) -> None:
-        super().__init__(config.partition_eviction, state)
+        super().__init__(config.partition_eviction, state, config.empty_window_events)
         self.config = config
 
     def _check_record(self, record: Record) -> None:
@@ -106,23 +109,35 @@ class TumblingLogic(WindowLogic):
     def _on_punct(self, out: list[WindowEvent]) -> None:
         if not isinstance(self.config.evict, Punct):
             return
-        keys = [key for key, _ in self._nonempty()]
-        if not keys:
+        if not self._state.partitions:
             self._emit(out, EventKind.EMPTY_PUNCT, None)
-        for key in keys:
+            return
+        self._check_partition_age(out)
+        for key in list(self._state.partitions):
             self._flush(key, out)
 
     def _next_timer_due(self) -> int | None:
         evict = self.config.evict
-        if isinstance(evict, Time) and self._nonempty():
+        if isinstance(evict, Time) and self._fires_now():
             return evict.next_boundary(self._state.now_ms)
         return None
 
     def _on_tick(self, time_ms: int, out: list[WindowEvent]) -> None:
         evict = self.config.evict
-        if isinstance(evict, Time) and evict.is_boundary(time_ms):
-            for key, _ in self._nonempty():
-                self._flush(key, out)
+        if not (isinstance(evict, Time) and evict.is_boundary(time_ms)):
+            return
+        self._check_partition_age(out)
+        if not self._state.partitions and self.empty_window_events:
+            self._flush_empty(out)
+        for key in list(self._state.partitions):
+            self._flush(key, out)
+
+    def _flush_empty(self, out: list[WindowEvent]) -> None:
+        """The flush of an empty window: a made-up partition ``None``, summaries of nothing."""
+        names = self.config.summarizers
+        summary = {name: s.result(s.initial()) for name, s in names.items()} if names else None
+        self._emit(out, EventKind.BEFORE_FLUSH, None, (), summary)
+        self._emit(out, EventKind.AFTER_FLUSH, None, (), summary)
 
     def _flush(self, key: PartitionKey, out: list[WindowEvent]) -> None:
         """Close the summaries, ``before_flush``, delete the partition, ``after_flush``."""

@@ -6,13 +6,19 @@ A window has three verbs, each returning the :class:`WindowEvent` values it fire
 * ``punct()`` a window punctuation,
 * ``advance_to(time_ms)`` move the clock, firing every time-based event due up to and
   including ``time_ms`` in time order (at one instant: time triggers and flushes, then
-  tuple evictions, then the partition age check).
+  tuple evictions). A time policy acts when the clock reaches its instant (the SPL runtime's
+  threads sleep until that instant and act on waking).
 
 A non-partitioned window is a window whose only partition key is ``None``. Every window can
 be given a :class:`PartitionEviction`, checked right after each ``after_insert`` event, before
-whatever else the insertion causes (and, for the age limit, when the clock passes a
-partition's age); see :mod:`.partitioned`. ``snapshot()`` returns the state as plain data;
-``Config.build(snapshot)`` continues from it with identical events.
+whatever else the insertion causes (the age limit: before the insertion, a flushing
+punctuation and each time tick); see :mod:`.partitioned`. ``snapshot()`` returns the state as
+plain data; ``Config.build(snapshot)`` continues from it with identical events.
+
+Empty windows: as in the SPL runtime, a time trigger or tumbling time flush that finds the
+whole window empty still fires once, for a made-up empty partition (key ``None``, no tuples).
+``empty_window_events = False`` turns that off, so an empty window has nothing due at all
+(an engine running one window per key wants that: a key with no tuples costs nothing).
 """
 
 from __future__ import annotations
@@ -59,9 +65,15 @@ Input: TypeAlias = Insert | Punctuation | Advance
 class WindowLogic(ABC):
     """The running state machine of a window; subclasses add the policies' rules."""
 
-    def __init__(self, partition_eviction: PartitionEviction | None, state: WindowState) -> None:
+    def __init__(
+        self,
+        partition_eviction: PartitionEviction | None,
+        state: WindowState,
+        empty_window_events: bool = True,
+    ) -> None:
         self._partition_eviction = partition_eviction
         self._state = state
+        self.empty_window_events = empty_window_events
 
     @property
     def now_ms(self) -> int:
@@ -76,6 +88,7 @@ class WindowLogic(ABC):
             raise InputError(f"a partition key must be a scalar, got {partition!r}")
         self._check_record(record)
         out: list[WindowEvent] = []
+        self._check_partition_age(out)
         self._on_insert(partition, record, out)
         return out
 
@@ -95,7 +108,6 @@ class WindowLogic(ABC):
         while (due := self.next_due()) is not None and due <= time_ms:
             due = self._state.now_ms = max(due, self._state.now_ms)
             self._on_tick(due, out)
-            self._check_partition_age(out)
         self._state.now_ms = time_ms
         return out
 
@@ -138,10 +150,12 @@ class WindowLogic(ABC):
         out.append(WindowEvent(kind, key, tuples, self._state.now_ms, summary))
 
     def _partition(self, key: PartitionKey) -> PartitionState:
-        """The partition ``key``, created empty if it does not exist."""
-        part = self._state.partitions.get(key)
+        """The partition ``key``, created if it does not exist (resuming dormant marks)."""
+        state = self._state
+        part = state.partitions.get(key)
         if part is None:
-            part = self._state.partitions[key] = PartitionState()
+            part = state.dormant.pop(key, None) or PartitionState()
+            state.partitions[key] = part
         return part
 
     def _insert_entry(
@@ -152,9 +166,7 @@ class WindowLogic(ABC):
         state = self._state
         now, one = state.now_ms, (record,)
         out.append(WindowEvent(EventKind.BEFORE_INSERT, key, one, now))
-        part = state.partitions.get(key)
-        if part is None:
-            part = state.partitions[key] = PartitionState()
+        part = self._partition(key)
         self._on_added(part, record)
         if keep:
             part.entries.append(now, record)
@@ -162,23 +174,25 @@ class WindowLogic(ABC):
         state.seq += 1
         part.last_seq, part.last_insert_ms = state.seq, now
         out.append(WindowEvent(EventKind.AFTER_INSERT, key, one, now))
-        if self._partition_eviction is None:
+        policy = self._partition_eviction
+        if policy is None or isinstance(policy.limit, PartitionAge):
             return part
-        evict_partitions(state, self._partition_eviction, out)
+        evict_partitions(state, policy, out)
         return state.partitions.get(key)
 
     def next_due(self) -> int | None:
         """The next clock instant at which a time policy has something due, if any."""
-        dues = [self._next_timer_due()]
-        if self._partition_eviction is not None:
-            dues.append(self._partition_eviction.next_due(self._state))
-        return min((due for due in dues if due is not None), default=None)
+        return self._next_timer_due()
 
     def _check_partition_age(self, out: list[WindowEvent]) -> None:
-        """On the clock only the age limit is checked (the others change on insertion)."""
+        """The age limit's check: before an insertion, a flushing punctuation or a tick."""
         policy = self._partition_eviction
         if policy is not None and isinstance(policy.limit, PartitionAge):
             evict_partitions(self._state, policy, out)
+
+    def _fires_now(self) -> bool:
+        """Whether a time trigger or flush tick has something to fire on (see module doc)."""
+        return self.empty_window_events or bool(self._state.partitions)
 
     def _nonempty(self) -> list[tuple[PartitionKey, PartitionState]]:
         return [(key, part) for key, part in self._state.partitions.items() if part.size]

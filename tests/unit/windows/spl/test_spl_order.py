@@ -264,7 +264,8 @@ def test_sliding_time_delta_trigger_then_insert_evict_on_the_clock() -> None:
 def test_sliding_time_time_insert_evict_trigger_independently() -> None:
     # time(8), time(2):
     #   0s: full, 1   3s: 2   |2s: *(1)   4s: *(1, 2)  6s: *(1, 2)  8s: *(1, 2), evict 1
-    #   10s: *(2)  11s: evict 2   12s: nothing (empty window)
+    #   10s: *(2)  11s: evict 2, the emptied partition goes
+    #   12s: *() for the made-up partition of an empty window (SPL's trigger thread)
     window = SlidingWindow(T8, T2).build()
     assert trace(window.insert(tup(1))) == [
         "initial_full []",
@@ -283,8 +284,12 @@ def test_sliding_time_time_insert_evict_trigger_independently() -> None:
         "trigger [2]",
         "before_evict [2]",
         "after_evict [2]",
+        "trigger []",
     ]
-    assert [e.time_ms for e in events] == [4000, 6000] + [8000] * 3 + [10000] + [11000] * 2
+    assert [e.time_ms for e in events] == [4000, 6000] + [8000] * 3 + [10000] + [11000] * 2 + [
+        12000
+    ]
+    assert window.partitions() == ()
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from trending.windows.spl import (
     PartitionEviction,
     PartitionInfo,
     PartitionKey,
+    Punct,
     SlidingWindow,
     Time,
     TumblingWindow,
@@ -61,38 +62,91 @@ def test_tuple_count_may_delete_the_partition_just_inserted_into() -> None:
     assert window.partitions() == ()
 
 
-def test_partition_age_deletes_partitions_idle_for_n_seconds_on_the_clock() -> None:
-    # partitionAge(5):  0s: a   2s: b   4s: a   -> b idle from 2s is deleted at 7s,
-    #                                              a idle from 4s at 9s
+def test_partition_age_is_checked_before_an_insertion_not_on_the_clock() -> None:
+    # partitionAge(5):  0s: a   2s: b   4s: a   then the clock alone deletes nothing
     window = sliding(PartitionEviction(PartitionAge(5_000))).build()
     window.insert(tup(1), "a")
     window.advance_to(2_000)
     window.insert(tup(2), "b")
     window.advance_to(4_000)
     window.insert(tup(3), "a")
-    assert window.advance_to(6_999) == []
-    events = window.advance_to(20_000)
-    assert trace(events) == [
+    assert window.advance_to(7_000) == []
+    # 7s: b is exactly 5 s old, not older: the check (L + age < now) is not met
+    assert trace(window.insert(tup(4), "c")) == ["before_insert c [4]", "after_insert c [4]"]
+    # 9s: b (2s) is older than 5 s, so LRU deletes every partition with L + age <= now: b,
+    # and a (4s), which is exactly 5 s old; c (7s) stays. All before c's insertion.
+    window.advance_to(9_000)
+    assert trace(window.insert(tup(5), "c")) == [
         "partition_select b [2]",
-        "partition_evict b [2]",
         "partition_select a [1, 3]",
+        "partition_evict b [2]",
         "partition_evict a [1, 3]",
+        "before_insert c [5]",
+        "after_insert c [5]",
     ]
-    assert [e.time_ms for e in events] == [7_000, 7_000, 9_000, 9_000]
+    assert window.partitions() == ("c",)
+
+
+def test_partition_age_deletes_a_stale_partition_before_it_receives_a_tuple() -> None:
+    # inserting renews a partition's age, so the runtime checks age before the insertion:
+    # a stale partition loses its old tuples and starts afresh with the new one
+    window = SlidingWindow(Count(2), Count(1), PartitionEviction(PartitionAge(1_000))).build()
+    window.insert(tup(1), "a")
+    window.insert(tup(2), "a")
+    window.advance_to(1_001)
+    assert trace(window.insert(tup(3), "a")) == [
+        "partition_select a [1, 2]",
+        "partition_evict a [1, 2]",
+        "before_insert a [3]",
+        "after_insert a [3]",
+        "trigger a [3]",
+    ]
 
 
 def test_partition_age_on_a_tumbling_window_with_many_old_partitions() -> None:
     window = TumblingWindow(Count(10), PartitionEviction(PartitionAge.seconds(1.0))).build()
     for key in "xyz":
         window.insert(tup(1), key)
-    events = window.advance_to(1_000)
-    assert trace(events) == [
+    assert window.advance_to(1_500) == []
+    assert trace(window.insert(tup(2), "y")) == [
         "partition_select x [1]",
         "partition_select y [1]",
         "partition_select z [1]",
         "partition_evict x [1]",
         "partition_evict y [1]",
         "partition_evict z [1]",
+        "before_insert y [2]",
+        "after_insert y [2]",
+    ]
+
+
+def test_partition_age_is_checked_before_a_punctuation_flushes() -> None:
+    window = TumblingWindow(Punct(), PartitionEviction(PartitionAge(1_000))).build()
+    window.insert(tup(1), "old")
+    window.advance_to(1_500)
+    window.insert(tup(2), "new")  # deletes "old" first
+    window.advance_to(2_000)
+    assert trace(window.punct()) == ["before_flush new [2]", "after_flush new [2]"]
+    window.insert(tup(3), "x")
+    window.advance_to(3_500)
+    # the only partition is stale: the check deletes it, and nothing is left to flush
+    assert trace(window.punct()) == ["partition_select x [3]", "partition_evict x [3]"]
+    assert trace(window.punct()) == ["empty_punct []"]
+
+
+def test_partition_age_is_checked_on_each_time_trigger_tick() -> None:
+    # time trigger 1s, partitionAge(1.5): a at 0 is older than 1.5 s at the 2s tick; b at
+    # 0.6 s is not (0.6 + 1.5 > 2)
+    window = SlidingWindow(Count(5), Time(1_000), PartitionEviction(PartitionAge(1_500))).build()
+    window.insert(tup(1), "a")
+    window.advance_to(600)
+    window.insert(tup(2), "b")
+    assert trace(window.advance_to(2_000)) == [
+        "trigger a [1]",
+        "trigger b [2]",
+        "partition_select a [1]",
+        "partition_evict a [1]",
+        "trigger b [2]",
     ]
 
 
@@ -110,25 +164,21 @@ def test_the_seeds_operator_defined_selector_empty_partitions_then_one_more() ->
                 break
         return chosen
 
-    # time(1) eviction empties partitions e1 and e2 at 1s; c then exceeds partitionCount(4)
-    window = sliding(PartitionEviction(PartitionCount(4), select), Time(1_000)).build()
+    # time(1) eviction empties partitions e1 and e2 at 1s and so deletes them (as the SPL
+    # runtime): they do not count toward partitionCount(2), and the selector never sees them
+    window = sliding(PartitionEviction(PartitionCount(2), select), Time(1_000)).build()
     for v, key in [(1, "e1"), (2, "e2")]:
         window.insert(tup(v), key)
     window.advance_to(1_000)
+    assert window.partitions() == ()
     window.insert(tup(3), "a")
+    assert calls == []
     window.insert(tup(4), "b")
     events = trace(window.insert(tup(5), "c"))
     assert events[:3] == ["initial_full c []", "before_insert c [5]", "after_insert c [5]"]
-    assert events[3:] == [
-        "partition_select e1 []",
-        "partition_select e2 []",
-        "partition_select a [3]",
-        "partition_evict e1 []",
-        "partition_evict e2 []",
-        "partition_evict a [3]",
-    ]
+    assert events[3:] == ["partition_select a [3]", "partition_evict a [3]"]
     assert window.partitions() == ("b", "c")
-    assert calls[-1] == ["e1", "e2", "a", "b", "c"]
+    assert calls == [["a", "b", "c"]]
 
 
 def test_a_selector_is_asked_once_per_insertion_check() -> None:

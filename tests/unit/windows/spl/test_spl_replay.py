@@ -115,15 +115,37 @@ def test_partition_eviction_spec() -> None:
     assert short(events(spec, *items))[-2:] == ["partition_select b [2]", "partition_evict b [2]"]
 
 
-def test_partition_age_spec_on_the_clock() -> None:
+def test_partition_age_spec_checks_at_the_next_tuple() -> None:
     spec = {
         "kind": "tumbling",
         "evict": {"count": 10},
         "partition_by": "p",
         "partition_eviction": {"age": 5},
     }
-    out = events(spec, {"tuple": {"v": 1, "p": "a"}}, {"time": 4.999}, {"time": 5})
-    assert short(out)[2:] == ["partition_select a [1]", "partition_evict a [1]"]
+    a, b = {"tuple": {"v": 1, "p": "a"}}, {"tuple": {"v": 2, "p": "b"}}
+    assert short(events(spec, a, {"time": 5}, b))[2:] == [
+        "before_insert b [2]",
+        "after_insert b [2]",
+    ]
+    assert short(events(spec, a, {"time": 5.001}))[2:] == []
+    assert short(events(spec, a, {"time": 5.001}, b))[2:] == [
+        "partition_select a [1]",
+        "partition_evict a [1]",
+        "before_insert b [2]",
+        "after_insert b [2]",
+    ]
+
+
+def test_empty_time_windows_fire_unless_turned_off() -> None:
+    spec: dict[str, object] = {"kind": "sliding", "evict": {"time": 8}, "trigger": {"time": 2}}
+    assert short(events(spec, {"time": 4})) == ["trigger []", "trigger []"]
+    spec["empty_window_events"] = False
+    assert short(events(spec, {"time": 4})) == []
+    tumbling = {"kind": "tumbling", "evict": {"time": 2}, "summaries": {"n": "count"}}
+    assert events(tumbling, {"time": 2}) == [
+        {"event": kind, "partition": None, "tuples": [], "summary": {"n": 0}}
+        for kind in ("before_flush", "after_flush")
+    ]
 
 
 def test_summaries_ride_on_flush_lines() -> None:

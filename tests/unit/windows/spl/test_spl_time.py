@@ -61,15 +61,35 @@ def test_sliding_time_trigger_sees_the_last_period_half_open() -> None:
     assert trace(window.advance_to(8_000)) == ["trigger [3]"]
 
 
-def test_empty_windows_do_not_trigger() -> None:
+def test_an_empty_window_triggers_once_per_tick_for_a_made_up_partition() -> None:
+    # as SPL's trigger thread: a tick that finds no partition triggers an empty one
     window = SlidingWindow(Time(1_000), Time(2_000)).build()
+    window.insert(tup(1), "p")
+    events = window.advance_to(10_000)
+    assert trace(events) == ["before_evict p [1]", "after_evict p [1]"] + ["trigger []"] * 5
+    assert [e.time_ms for e in events[2:]] == [2_000, 4_000, 6_000, 8_000, 10_000]
+    assert window.partitions() == ()  # time eviction deleted the emptied partition
+
+
+def test_empty_window_events_can_be_turned_off() -> None:
+    window = SlidingWindow(Time(1_000), Time(2_000), empty_window_events=False).build()
+    assert window.next_due() is None
     window.insert(tup(1))
-    assert trace(window.advance_to(10_000)) == [
-        "before_evict [1]",
-        "after_evict [1]",
+    assert trace(window.advance_to(10_000)) == ["before_evict [1]", "after_evict [1]"]
+    assert window.next_due() is None
+    tumbling = TumblingWindow(Time(1_000), empty_window_events=False).build()
+    assert tumbling.advance_to(10_000) == []
+
+
+def test_a_tumbling_time_flush_of_an_empty_window() -> None:
+    window = TumblingWindow(Time(1_000)).build()
+    window.insert(tup(1), "p")
+    assert trace(window.advance_to(2_000)) == [
+        "before_flush p [1]",
+        "after_flush p [1]",
+        "before_flush []",
+        "after_flush []",
     ]
-    assert window.content() == ()
-    assert window.partitions() == (None,)  # the emptied partition keeps its trigger state
 
 
 def test_time_eviction_keeps_the_count_trigger_state_across_an_empty_window() -> None:
@@ -82,12 +102,25 @@ def test_time_eviction_keeps_the_count_trigger_state_across_an_empty_window() ->
     assert trace(window.insert(tup(3)))[-1] == "trigger [3]"
 
 
-def test_delta_trigger_on_a_time_emptied_window_fires_nothing_but_moves_its_reference() -> None:
+def test_delta_trigger_on_a_time_emptied_window_fires_on_the_empty_partition() -> None:
+    # time eviction deletes the emptied partition but keeps its delta reference (1), so age 2
+    # triggers the new, still empty partition before it goes in (as the runtime)
     window = SlidingWindow(Time(1_000), Delta("age", 0)).build()
     window.insert(tup(1, age=1))
     window.advance_to(2_000)
-    assert trace(window.insert(tup(2, age=2))) == ["before_insert [2]", "after_insert [2]"]
+    assert trace(window.insert(tup(2, age=2))) == [
+        "trigger []",
+        "before_insert [2]",
+        "after_insert [2]",
+    ]
     assert trace(window.insert(tup(3, age=3)))[0] == "trigger [2]"
+
+
+def test_time_eviction_keeps_initial_full_across_an_emptied_partition() -> None:
+    window = SlidingWindow(Time(1_000), Count(1)).build()
+    assert trace(window.insert(tup(1)))[0] == "initial_full []"
+    window.advance_to(5_000)
+    assert trace(window.insert(tup(2)))[0] == "before_insert [2]"
 
 
 def test_splitting_a_clock_advance_never_changes_events() -> None:
@@ -105,8 +138,8 @@ def test_splitting_a_clock_advance_never_changes_events() -> None:
     assert run([20_000]) == run([4_100, 5_999, 6_000, 6_001, 19_000, 20_000])
 
 
-def test_a_long_idle_jump_is_cheap() -> None:
-    window = TumblingWindow(Time(1)).build()
+def test_a_long_idle_jump_is_cheap_without_empty_window_events() -> None:
+    window = TumblingWindow(Time(1), empty_window_events=False).build()
     window.insert(tup(1))
     assert trace(window.advance_to(10**15)) == ["before_flush [1]", "after_flush [1]"]
     window.insert(tup(2))
