@@ -1,0 +1,128 @@
+"""An SPL window per user over the ``tweets`` Kafka topic, events published to another topic.
+
+    .venv/bin/python examples/spl_window_kafka.py --bootstrap 127.0.0.1:9092 \\
+        --spec '{"kind": "sliding", "evict": {"count": 4}, "trigger": {"count": 2}}' \\
+        --output-topic tweet-windows [--available-now]
+
+Reads Avro tweets (``schemas/tweet.avsc``) with Spark's Kafka source, runs the window spec per
+``user`` with :func:`trending.spark.spl_runner.apply_window` and writes one JSON record per
+window event (key = user) to ``--output-topic``. Tweets that do not decode go to
+``--dead-letter-topic`` with the reason, as in the trending job. Time policies: pass
+``--time-mode event`` (clock = ``created_at``, ``--watermark``) or ``--time-mode processing``.
+``--available-now`` processes what the topic holds and exits; otherwise it runs until stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import Any
+
+DEFAULT_SPEC = '{"kind": "sliding", "evict": {"count": 4}, "trigger": {"count": 2}}'
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--bootstrap", default=None, help="Kafka bootstrap (default $KAFKA_BOOTSTRAP_SERVERS)"
+    )
+    parser.add_argument("--topic", default="tweets", help="input topic of Avro tweets")
+    parser.add_argument("--spec", default=DEFAULT_SPEC, help="window spec: JSON text or a file")
+    parser.add_argument("--output-topic", default="tweet-windows", help="topic for the events")
+    parser.add_argument("--dead-letter-topic", default="tweets-dead-letter")
+    parser.add_argument("--time-mode", choices=["none", "event", "processing"], default="none")
+    parser.add_argument("--watermark", default="10 seconds", help="event-time lateness bound")
+    parser.add_argument("--kinds", default=None, help="publish only these events, e.g. trigger")
+    parser.add_argument("--checkpoint", default=None, help="checkpoint folder (default: temp)")
+    parser.add_argument("--available-now", action="store_true", help="process the topic, exit")
+    return parser.parse_args(argv)
+
+
+def load_spec(text: str) -> dict[str, Any]:
+    """The spec from JSON text, or from the JSON file it names."""
+    if os.path.isfile(text):
+        with open(text, encoding="utf-8") as handle:
+            text = handle.read()
+    spec: dict[str, Any] = json.loads(text)
+    return spec
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import functions as F
+
+    from connectors.avro import schema_json
+    from connectors.kafka import ensure_topics, resolve_bootstrap
+    from connectors.spark_kafka import decode_avro, read_kafka_stream, source_options
+    from trending.spark.session import build_session
+    from trending.spark.spl_runner import apply_window, configure_spark
+
+    bootstrap = resolve_bootstrap(args.bootstrap)
+    ensure_topics(bootstrap, [args.output_topic, args.dead_letter_topic])
+    spark = build_session("spl-window-kafka", "local[2]", shuffle_partitions=2)
+    configure_spark(spark)  # RocksDB state store + no-data batches (timers on idle streams)
+    raw = read_kafka_stream(spark, source_options(bootstrap, args.topic))
+    decoded = decode_avro(raw, schema_json("tweet"), confluent=False)
+    tweets = decoded.where("reason IS NULL").select(
+        "record.id", "record.user", "record.text", "record.created_at", "partition", "offset"
+    )
+    events = apply_window(
+        tweets,
+        load_spec(args.spec),
+        key="user",
+        time_column="created_at" if args.time_mode == "event" else None,
+        time_mode=args.time_mode,
+        watermark=args.watermark if args.time_mode == "event" else None,
+        order_by=["partition", "offset"],
+        kinds=args.kinds.split(",") if args.kinds else None,
+    )
+    dead = decoded.where("reason IS NOT NULL").select(
+        F.col("key"),
+        F.to_json(F.struct("topic", "partition", "offset", "reason")).alias("value"),
+    )
+    checkpoint = args.checkpoint or tempfile.mkdtemp(prefix="spl-window-kafka-")
+    queries = [
+        _to_kafka(
+            events.select(F.col("user").alias("key"), F.to_json(F.struct("*")).alias("value")),
+            bootstrap,
+            args.output_topic,
+            os.path.join(checkpoint, "events"),
+            args.available_now,
+        ),
+        _to_kafka(
+            dead,
+            bootstrap,
+            args.dead_letter_topic,
+            os.path.join(checkpoint, "dead"),
+            args.available_now,
+        ),
+    ]
+    print(f"windows of {args.topic} -> {args.output_topic} (checkpoint {checkpoint})", flush=True)
+    try:
+        for query in queries:
+            query.awaitTermination()
+    finally:
+        for query in queries:
+            query.stop()
+        spark.stop()
+
+
+def _to_kafka(df: Any, bootstrap: str, topic: str, checkpoint: str, once: bool) -> Any:
+    writer = (
+        df.writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("checkpointLocation", checkpoint)
+    )
+    writer = (
+        writer.trigger(availableNow=True) if once else writer.trigger(processingTime="1 second")
+    )
+    return writer.start()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""examples/spl_window_kafka.py end to end: Avro tweets in Kafka -> per-user SPL window -> Kafka.
+
+The oracle is the pure core fed each user's tweets in offset order; a value that is not a tweet
+must reach the dead-letter topic with its reason, not stop or vanish.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.avro import encode_tweet
+from connectors.kafka import ensure_topics, producer
+from tests.support.kafka import read_all
+from trending.windows.spl import parse_spec
+from trending.windows.spl.keyed import build_window, pure_inputs
+
+pytestmark = pytest.mark.integration
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spl_window_kafka.py"
+SPEC = {"kind": "sliding", "evict": {"count": 3}, "trigger": {"count": 2}}
+USERS = ["u1", "u2", "u1", "u3", "u1", "u2", "u1", "u2", "u1", "u3", "u1"]
+BASE_MS = 1_700_000_000_000
+
+
+def tweets() -> list[dict[str, Any]]:
+    return [
+        {"id": i, "user": user, "text": f"t{i}", "created_at": BASE_MS + i * 1000}
+        for i, user in enumerate(USERS)
+    ]
+
+
+def expected_events() -> dict[str, list[tuple[str, list[int]]]]:
+    out: dict[str, list[tuple[str, list[int]]]] = {}
+    for user in sorted(set(USERS)):
+        mine = [(None, t) for t in tweets() if t["user"] == user]
+        window = build_window(parse_spec(SPEC))
+        events = window.run(pure_inputs(user, mine))
+        out[user] = [(e.kind.value, [t["id"] for t in e.tuples]) for e in events]
+    return out
+
+
+def test_kafka_example_publishes_the_core_events_and_dead_letters(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    source, sink, dead = (f"{name}-{suffix}" for name in ("tweets", "windows", "dead"))
+    ensure_topics(kafka_bootstrap, [source], partitions=1)
+    out = producer(kafka_bootstrap)
+    records = [encode_tweet(t) for t in tweets()]
+    records.insert(4, b"\x02not avro")
+    for value in records:
+        out.produce(source, value, b"k")
+    out.flush()
+
+    command = [sys.executable, str(EXAMPLE), "--bootstrap", kafka_bootstrap, "--topic", source]
+    command += ["--spec", json.dumps(SPEC), "--output-topic", sink, "--dead-letter-topic", dead]
+    command += ["--checkpoint", str(tmp_path / "ckpt"), "--available-now"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    got: dict[str, list[tuple[int, str, list[int]]]] = defaultdict(list)
+    for record in read_all(kafka_bootstrap, sink):
+        assert record.value is not None and record.key is not None
+        event = json.loads(record.value)
+        assert record.key.decode() == event["user"]
+        ids = [t["id"] for t in json.loads(event["tuples"])]
+        got[event["user"]].append((event["seq"], event["event"], ids))
+    by_user = {
+        user: [(kind, ids) for _, kind, ids in sorted(events)] for user, events in got.items()
+    }
+    assert by_user == expected_events()
+    assert any(kind == "trigger" for events in by_user.values() for kind, _ in events)
+
+    letters = [json.loads(r.value or b"{}") for r in read_all(kafka_bootstrap, dead)]
+    assert [(letter["offset"], letter["reason"]) for letter in letters] == [
+        (4, "value is not valid Avro for the schema")
+    ]
