@@ -215,7 +215,7 @@ def test_event_time_window_closes_when_the_watermark_passes(spark: Any, tmp_path
         time_mode="event",
         watermark="0 seconds",
         order_by="id",
-        kinds=["after_flush"],
+        kinds=["before_flush"],
     )
     query = start(events, tmp_path / "chk", sink)
     a_rows = [{"user": "a", "id": i, "v": i, "ts": BASE_MS + i * 1000} for i in range(5)]
@@ -229,7 +229,7 @@ def test_event_time_window_closes_when_the_watermark_passes(spark: Any, tmp_path
         query.stop()
     out = sink.rows
     assert [(r["user"], r["event"], r["time_ms"]) for r in out] == [
-        ("a", "after_flush", BASE_MS + 10_000)
+        ("a", "before_flush", BASE_MS + 10_000)
     ]
     assert json.loads(out[0]["tuples"]) == a_rows
 

@@ -13,19 +13,21 @@ kind                SPL handler                                 ``tuples``
 before_insert       beforeTupleInsertionEvent                   the tuple being inserted
 after_insert        afterTupleInsertionEvent                    the tuple just inserted
 before_flush        beforeWindowFlushEvent (tumbling)           the window content to flush
-after_flush         afterWindowFlushEvent (tumbling)            the content just flushed
+after_flush         afterWindowFlushEvent (tumbling)            nothing: the window is now empty
 empty_punct         onEmptyWindowPunctEvent (tumbling, punct)   nothing; partition is ``None``
 before_evict        beforeTupleEvictionEvent (sliding)          the tuple being evicted
 after_evict         afterTupleEvictionEvent (sliding)           the tuple just evicted
 trigger             onWindowTriggerEvent (sliding)              the window content
 initial_full        onWindowInitialFullEvent (sliding)          the window content
-partition_select    onWindowPartitionEvictionSelection          the selected partition's content
+partition_select    onWindowPartitionEvictionSelection          the chosen partition's content
 partition_evict     onWindowPartitionEviction                   the evicted partition's content
 ==================  ==========================================  ===============================
 
-``partition_select`` is fired once per partition chosen for eviction (by LRU or by the
-user's selector); then ``partition_evict`` once per chosen partition, right before it is
-deleted. A tumbling window's trigger *is* its flush, so tumbling windows fire no ``trigger``.
+``partition_select`` is fired once per partition an operator-defined selector chose for
+eviction (LRU selection is internal and fires none); then ``partition_evict`` once per chosen
+partition, right before it is deleted. A tumbling window's trigger *is* its flush, so tumbling
+windows fire no ``trigger``; ``before_flush`` carries the flushed content and the summaries,
+``after_flush`` (fired once the window is flushed, so empty) the summaries only.
 """
 
 from __future__ import annotations

@@ -27,9 +27,11 @@ Limits (SPL names in brackets), over partitions ordered least recently inserted-
 Selection: LRU (the default), or an operator-defined ``selector`` that receives every
 partition as :class:`PartitionInfo`, least recently used first, and returns the keys to evict.
 The selector is asked once per check; if the limit is still exceeded after its choice, LRU
-selection completes the eviction (SPL forces its LRU selector then). Each selection round
-fires ``partition_select`` per chosen partition, then ``partition_evict`` per chosen
-partition, and deletes them. A deleted partition that receives tuples later starts afresh
+selection completes the eviction (SPL forces its LRU selector then). The selector's round fires
+``partition_select`` per partition it chose (SPL's ``onWindowPartitionEvictionSelection`` is the
+operator's handler only with operator-defined selection; LRU selection is the runtime's own and
+fires no event), then every round fires ``partition_evict`` per chosen partition and deletes
+them. A deleted partition that receives tuples later starts afresh
 (counts, delta reference, ``initial_full``).
 
 A tumbling flush deletes the partition, and so does a sliding time eviction that empties it,
@@ -152,7 +154,7 @@ def evict_partitions(state: WindowState, policy: PartitionEviction, out: list[Wi
         return
     if policy.selector is not None:
         infos = partition_infos(state)
-        _delete(state, _checked(policy.selector(infos), infos), out)
+        _delete(state, _checked(policy.selector(infos), infos), out, selected=True)
     while state.partitions and _over(state, policy.limit):
         chosen = policy.limit.lru(partition_infos(state), state.now_ms)
         if not chosen:
@@ -181,8 +183,13 @@ def _checked(
     return chosen
 
 
-def _delete(state: WindowState, keys: Sequence[PartitionKey], out: list[WindowEvent]) -> None:
-    for kind in (EventKind.PARTITION_SELECT, EventKind.PARTITION_EVICT):
+def _delete(
+    state: WindowState, keys: Sequence[PartitionKey], out: list[WindowEvent], selected: bool = False
+) -> None:
+    """``partition_select`` per key if the operator's selector chose them, ``partition_evict``
+    per key, then delete the partitions."""
+    kinds = (EventKind.PARTITION_SELECT, EventKind.PARTITION_EVICT)
+    for kind in kinds if selected else kinds[1:]:
         for key in keys:
             content = state.partitions[key].content()
             out.append(WindowEvent(kind, key, content, state.now_ms))

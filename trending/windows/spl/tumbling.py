@@ -20,7 +20,9 @@ strictly, and a tuple whose value is below the oldest one's never flushes. Parti
 is checked right after ``after_insert`` (see :mod:`.partitioned`). A flushed partition is
 deleted (its sub-window is gone until the next tuple for it), so empty partitions do not count
 toward partition eviction limits and a tumbling window's partitions always hold a tuple.
-The flush is the trigger: a tumbling window fires no ``trigger`` event. Summarizers
+The flush is the trigger: a tumbling window fires no ``trigger`` event. ``before_flush``
+carries the content being flushed; ``after_flush`` fires once it is flushed, so it carries no
+tuples (as in the SPL runtime, which clears the window between the two). Summarizers
 (:mod:`.summarizers`) close right before ``before_flush``; their results ride on both flush
 events as ``summary``.
 """
@@ -145,7 +147,7 @@ class TumblingLogic(WindowLogic):
         content, summary = part.content(), self._summary(part)
         self._emit(out, EventKind.BEFORE_FLUSH, key, content, summary)
         del self._state.partitions[key]
-        self._emit(out, EventKind.AFTER_FLUSH, key, content, summary)
+        self._emit(out, EventKind.AFTER_FLUSH, key, (), summary)
 
     def _summary(self, part: PartitionState) -> dict[str, Any] | None:
         summarizers = self.config.summarizers

@@ -37,7 +37,7 @@ def test_tumbling_count_inserts_then_flushes() -> None:
         "before_insert [3]",
         "after_insert [3]",
         "before_flush [1, 2, 3]",
-        "after_flush [1, 2, 3]",
+        "after_flush []",
     ]
     assert per_insert[3] == ["before_insert [4]", "after_insert [4]"]
 
@@ -49,7 +49,7 @@ def test_tumbling_delta_flushes_then_inserts() -> None:
     assert per_insert[:3] == [[f"before_insert [{v}]", f"after_insert [{v}]"] for v in (1, 2, 3)]
     assert per_insert[3] == [
         "before_flush [1, 2, 3]",
-        "after_flush [1, 2, 3]",
+        "after_flush []",
         "before_insert [4]",
         "after_insert [4]",
     ]
@@ -70,10 +70,10 @@ def test_tumbling_time_flushes_on_the_clock_only() -> None:
     assert trace(window.insert(tup(1))) == ["before_insert [1]", "after_insert [1]"]
     assert window.advance_to(3_000) == []
     window.insert(tup(2))
-    assert trace(window.advance_to(8_000)) == ["before_flush [1, 2]", "after_flush [1, 2]"]
+    assert trace(window.advance_to(8_000)) == ["before_flush [1, 2]", "after_flush []"]
     window.insert(tup(3))
     events = window.advance_to(20_000)
-    assert trace(events) == ["before_flush [3]", "after_flush [3]"]
+    assert trace(events) == ["before_flush [3]", "after_flush []"]
     assert [e.time_ms for e in events] == [16_000, 16_000]
 
 
@@ -83,7 +83,7 @@ def test_tumbling_punct_flushes_on_punctuation_and_reports_empty_windows() -> No
     assert trace(window.punct()) == ["empty_punct []"]
     window.insert(tup(1))
     window.insert(tup(2))
-    assert trace(window.punct()) == ["before_flush [1, 2]", "after_flush [1, 2]"]
+    assert trace(window.punct()) == ["before_flush [1, 2]", "after_flush []"]
     assert trace(window.punct()) == ["empty_punct []"]
 
 
@@ -101,9 +101,9 @@ def test_partitioned_punct_flushes_every_partition_in_creation_order() -> None:
     window.insert(tup(3), "b")
     assert trace(window.punct()) == [
         "before_flush b [1, 3]",
-        "after_flush b [1, 3]",
+        "after_flush b []",
         "before_flush a [2]",
-        "after_flush a [2]",
+        "after_flush a []",
     ]
     assert trace(window.punct()) == ["empty_punct []"]
 

@@ -64,7 +64,7 @@ def test_count_tumbling_window_flushes_consecutive_chunks(n: int, keys: list[Any
     seen: dict[Any, list[int]] = defaultdict(list)
     for v, key in enumerate(keys):
         seen[key].append(v)
-        for event in kinds(window.insert({"v": v}, key), EventKind.AFTER_FLUSH):
+        for event in kinds(window.insert({"v": v}, key), EventKind.BEFORE_FLUSH):
             flushed[event.partition].append(vals(event.tuples))
     for key, values in seen.items():
         full = len(values) - len(values) % n
@@ -148,7 +148,8 @@ def test_time_tumbling_windows_are_the_periods(period: int, inserts: Any) -> Non
     busy = {boundary for _, boundary in groups}
     expected = sorted(repr(item) for item in groups.items())
     expected += [repr(((None, b), [])) for b in range(period, end + 1, period) if b not in busy]
-    flushes = kinds(events, EventKind.AFTER_FLUSH)
+    flushes = kinds(events, EventKind.BEFORE_FLUSH)
+    assert all(not e.tuples for e in kinds(events, EventKind.AFTER_FLUSH))
     assert sorted(repr(((e.partition, e.time_ms), vals(e.tuples))) for e in flushes) == sorted(
         expected
     )

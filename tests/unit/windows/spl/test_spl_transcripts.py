@@ -88,7 +88,7 @@ def test_partitioned_tumbling_window() -> None:
         chain(events, "b")
         == "() -> (2) -> (4, 2) -> (5, 4, 2) -> (6, 5, 4, 2) -> () -> (9) -> (10, 9)"
     )
-    flushes = [(e.partition, vals(e.tuples)) for e in events if e.kind is EventKind.AFTER_FLUSH]
+    flushes = [(e.partition, vals(e.tuples)) for e in events if e.kind is EventKind.BEFORE_FLUSH]
     assert flushes == [("b", [2, 4, 5, 6]), ("a", [1, 3, 7, 8])]
 
 
