@@ -57,6 +57,7 @@ class TransactionalBatchWriter:
                 "transaction.timeout.ms": 120_000,
             }
         )
+        self._closed = False
         self._producer.init_transactions(60)  # fences and aborts a crashed predecessor
         self.last_committed = self._read_last_committed()
 
@@ -91,8 +92,12 @@ class TransactionalBatchWriter:
         return sent
 
     def close(self) -> None:
-        """Flush and release the producer."""
+        """Flush and release the producer (its connections and threads); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         self._producer.flush(30)
+        self._producer.close()
 
     def _produce(
         self, topic: str, key: bytes | None, value: bytes | None, callback: DeliveryCallback

@@ -120,7 +120,10 @@ class Job:
 
     def run(self, spark: Any, **overrides: Any) -> Any:
         query, processor = start_query(spark, self.config(**overrides))
-        query.awaitTermination()
+        try:
+            query.awaitTermination()
+        finally:
+            processor.close()
         assert query.exception() is None
         return processor
 
@@ -225,9 +228,10 @@ def test_failed_batch_publishes_nothing_and_is_redone(
         return original(self, batch_id, records)
 
     monkeypatch.setattr(TransactionalBatchWriter, "write_batch", fail_on_batch_2)
-    query, _ = start_query(spark, job.config(max_offsets_per_trigger=1_000))
+    query, failed = start_query(spark, job.config(max_offsets_per_trigger=1_000))
     with pytest.raises(Exception, match="injected delivery failure"):
         query.awaitTermination()
+    failed.close()
     monkeypatch.setattr(TransactionalBatchWriter, "write_batch", original)
     processor = job.run(spark, max_offsets_per_trigger=1_000)
     assert processor.repair is not None and "planned again" in processor.repair

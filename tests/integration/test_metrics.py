@@ -159,6 +159,7 @@ def test_prometheus_scrapes_every_dashboard_query_and_alert_metric(
         assert query.exception() is None
     finally:
         query.stop()
+        processor.close()
         monitoring.close()
         prometheus.close()
     status = monitoring.metrics.registry.get_sample_value

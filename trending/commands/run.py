@@ -199,6 +199,7 @@ def run_job(config: HashtagJobConfig, metrics_address: tuple[str, int] = ("127.0
     if stop.is_set():
         query.stop()
     exception = query.exception()
+    processor.close()
     if monitoring is not None:
         monitoring.close()
     spark.stop()

@@ -110,6 +110,10 @@ class HashtagBatchProcessor:
         if self.repair:
             log.warning("checkpoint: %s", self.repair)
 
+    def close(self) -> None:
+        """Release the job's Kafka producer; call once the query has stopped."""
+        self.writer.close()
+
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         stats = BatchStats(batch_id, watermark_ms=self.engine.watermark_ms, started_at=time.time())
