@@ -47,6 +47,26 @@ class TopKBoard:
         return Group(summary, *tables)
 
 
+@dataclass
+class ViewDeadline:
+    """When a timed live view ends: ``seconds`` after the first result arrived, or
+    ``first_result_timeout`` after ``started`` if none did; never if ``seconds`` is None."""
+
+    seconds: float | None
+    started: float
+    first_result_timeout: float = 300.0
+    ends: float | None = None
+
+    def over(self, now: float, has_results: bool) -> bool:
+        if self.seconds is None:
+            return False
+        if self.ends is None and has_results:
+            self.ends = now + self.seconds
+        if self.ends is None:
+            return now >= self.started + self.first_result_timeout
+        return now >= self.ends
+
+
 def _clock(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%H:%M:%S")
 
@@ -73,9 +93,11 @@ def watch_topk(
     extra: Mapping[str, str] | None = None,
     registry_url: str | None = None,
     alive: Callable[[], bool] = lambda: True,
+    first_result_timeout: float = 300.0,
 ) -> TopKBoard:
     """Show the newest windows of ``topic`` live (read_committed) until Ctrl-C, or for
-    ``seconds`` counted from the first record, or until ``alive()`` turns false.
+    ``seconds`` counted from the first record (giving up after ``first_result_timeout``
+    seconds without one), or until ``alive()`` turns false.
     """
     codec = AvroCodec("trending_topk", registry_url, subject=f"{topic}-value")
     consumer = Consumer(
@@ -89,15 +111,13 @@ def watch_topk(
     )
     consumer.subscribe([topic])
     board = TopKBoard()
-    deadline = None if seconds is None else time.monotonic() + seconds
+    deadline = ViewDeadline(seconds, time.monotonic(), first_result_timeout)
     try:
         with Live(board.render(), refresh_per_second=4) as live:
-            while deadline is None or time.monotonic() < deadline:
+            while alive() and not deadline.over(time.monotonic(), bool(board.windows)):
                 for message in consumer.consume(500, timeout=0.25):
                     if message.error() is None and message.value():
                         board.add(codec.decode(message.value() or b""))
-                if deadline is None and seconds is not None and board.windows:
-                    deadline = time.monotonic() + seconds
                 live.update(board.render())
     except KeyboardInterrupt:
         pass
