@@ -15,7 +15,7 @@ The window's clock per key (integer ms, see :mod:`.window`) is, by time mode:
   ``max(timer, watermark)``;
 * ``"processing"``: the batch's processing time for rows, ``max(timer, now)`` for timers.
 
-The timer is always the next instant a time policy acts (:func:`next_due`): the next time
+The timer is always the next instant a time policy acts (``window.next_due()``): the next time
 trigger or tumbling flush ``k * period``, or the oldest tuple's time eviction ``s + period``;
 ``None`` when nothing is due (for instance an empty window), so idle empty keys cost nothing.
 
@@ -115,11 +115,6 @@ def build_window(spec: WindowSpec, snapshot: Mapping[str, Any] | None = None) ->
     return window
 
 
-def next_due(window: WindowLogic) -> int | None:
-    """The next clock instant at which ``window`` has a time-based event due, if any."""
-    return window.next_due()
-
-
 def on_rows(
     spec: WindowSpec,
     key: PartitionKey,
@@ -183,7 +178,7 @@ def on_timer(spec: WindowSpec, state: KeyState, fired_ms: int, now_ms: int | Non
 
 
 def _finish(window: WindowLogic, before: KeyState, events: list[WindowEvent]) -> Step:
-    due = next_due(window)
+    due = window.next_due()
     state = KeyState(window.snapshot(), before.emitted + len(events), due)
     step = Step(events, state)
     if due != before.timer_ms:

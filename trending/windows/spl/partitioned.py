@@ -77,9 +77,10 @@ class PartitionAge:
         """``partitionAge(seconds)`` as SPL writes it; a whole number of ms."""
         return cls(seconds_to_ms(seconds))
 
-    def exceeded(self, infos: Sequence[PartitionInfo], now_ms: int) -> bool:
+    def exceeded(self, state: WindowState) -> bool:
         """The least recently used partition is strictly older than the age."""
-        return min(info.last_insert_ms for info in infos) + self.age_ms < now_ms
+        oldest = min(p.last_insert_ms for p in state.partitions.values())
+        return oldest + self.age_ms < state.now_ms
 
     def lru(self, infos: Sequence[PartitionInfo], now_ms: int) -> list[PartitionKey]:
         """Every partition last inserted into at or before ``now - age``."""
@@ -95,8 +96,8 @@ class PartitionCount:
     def __post_init__(self) -> None:
         _check_non_negative("partition count", self.count)
 
-    def exceeded(self, infos: Sequence[PartitionInfo], now_ms: int) -> bool:
-        return len(infos) > self.count
+    def exceeded(self, state: WindowState) -> bool:
+        return len(state.partitions) > self.count
 
     def lru(self, infos: Sequence[PartitionInfo], now_ms: int) -> list[PartitionKey]:
         return [info.key for info in infos[: max(0, len(infos) - self.count)]]
@@ -111,8 +112,8 @@ class TupleCount:
     def __post_init__(self) -> None:
         _check_non_negative("tuple count", self.tuples)
 
-    def exceeded(self, infos: Sequence[PartitionInfo], now_ms: int) -> bool:
-        return sum(info.size for info in infos) > self.tuples
+    def exceeded(self, state: WindowState) -> bool:
+        return sum(p.size for p in state.partitions.values()) > self.tuples
 
     def lru(self, infos: Sequence[PartitionInfo], now_ms: int) -> list[PartitionKey]:
         """One round: the oldest partitions up to and including the first holding tuples."""
@@ -150,26 +151,16 @@ def evict_partitions(state: WindowState, policy: PartitionEviction, out: list[Wi
 
     The selector (if any) chooses once; LRU rounds then run while the limit is exceeded.
     """
-    if not state.partitions or not _over(state, policy.limit):
+    if not state.partitions or not policy.limit.exceeded(state):
         return
     if policy.selector is not None:
         infos = partition_infos(state)
         _delete(state, _checked(policy.selector(infos), infos), out, selected=True)
-    while state.partitions and _over(state, policy.limit):
+    while state.partitions and policy.limit.exceeded(state):
         chosen = policy.limit.lru(partition_infos(state), state.now_ms)
         if not chosen:
             return
         _delete(state, chosen, out)
-
-
-def _over(state: WindowState, limit: PartitionLimit) -> bool:
-    """``limit.exceeded`` without building the partition list (checked on every insertion)."""
-    parts = state.partitions.values()
-    if isinstance(limit, PartitionCount):
-        return len(state.partitions) > limit.count
-    if isinstance(limit, TupleCount):
-        return sum(p.size for p in parts) > limit.tuples
-    return min(p.last_insert_ms for p in parts) + limit.age_ms < state.now_ms
 
 
 def _checked(

@@ -191,7 +191,7 @@ class SlidingLogic(WindowLogic):
     def _on_punct(self, out: list[WindowEvent]) -> None:
         """Sliding windows ignore punctuation."""
 
-    def _next_timer_due(self) -> int | None:
+    def next_due(self) -> int | None:
         dues: list[int] = []
         evict, trigger = self.config.evict, self.config.trigger
         if isinstance(evict, Time):

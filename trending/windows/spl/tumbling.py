@@ -118,7 +118,7 @@ class TumblingLogic(WindowLogic):
         for key in list(self._state.partitions):
             self._flush(key, out)
 
-    def _next_timer_due(self) -> int | None:
+    def next_due(self) -> int | None:
         evict = self.config.evict
         if isinstance(evict, Time) and self._fires_now():
             return evict.next_boundary(self._state.now_ms)

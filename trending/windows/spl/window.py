@@ -180,10 +180,6 @@ class WindowLogic(ABC):
         evict_partitions(state, policy, out)
         return state.partitions.get(key)
 
-    def next_due(self) -> int | None:
-        """The next clock instant at which a time policy has something due, if any."""
-        return self._next_timer_due()
-
     def _check_partition_age(self, out: list[WindowEvent]) -> None:
         """The age limit's check: before an insertion, a flushing punctuation or a tick."""
         policy = self._partition_eviction
@@ -216,8 +212,8 @@ class WindowLogic(ABC):
         """React to a punctuation."""
 
     @abstractmethod
-    def _next_timer_due(self) -> int | None:
-        """The next instant after the clock at which a time policy acts, if any."""
+    def next_due(self) -> int | None:
+        """The next clock instant at which a time policy has something due, if any."""
 
     @abstractmethod
     def _on_tick(self, time_ms: int, out: list[WindowEvent]) -> None:
