@@ -27,6 +27,13 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from connectors.jvm import (  # noqa: E402
+    compile_java,
+    jars_root,
+    java_executable,
+    length_prefixed,
+    spark_api_jars,
+)
 from trending.text.hashtags import (  # noqa: E402
     extract_hashtags,
     extract_hashtags_with_indices,
@@ -50,37 +57,22 @@ def _python(group: str, case: dict[str, Any]) -> tuple[bool, object]:
 
 def _java_results(texts: list[str]) -> list[tuple[list[str], list[str]]]:
     """Per text: twitter-text's tags and HashtagKeys' keys, via tests/jvm/HashtagOracle."""
-    import pyspark
-
-    root = Path(os.environ.get("TRENDING_JARS_DIR", REPO / "build" / "jars"))
+    root = jars_root()
     udf = sorted((root / "udf").glob("*.jar"))
     if not any(j.name == "trending-udf.jar" for j in udf):
         raise SystemExit(f"no trending-udf.jar in {root / 'udf'}: run `make jars` (or --no-java)")
-    spark_api = sorted((Path(pyspark.__file__).parent / "jars").glob("spark-sql-api_*.jar"))
-    classpath = os.pathsep.join(str(j) for j in [*udf, *spark_api])
+    classpath = [*udf, *spark_api_jars()]
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
-        harness = REPO / "tests" / "jvm" / "HashtagOracle.java"
-        subprocess.run(
-            [
-                "javac",
-                "--release",
-                "17",
-                "-encoding",
-                "UTF-8",
-                "-cp",
-                classpath,
-                "-d",
-                tmp,
-                str(harness),
-            ],
-            check=True,
-        )
-        payload = b"".join(
-            struct.pack(">I", len(data)) + data for data in (t.encode("utf-8") for t in texts)
-        )
+        compile_java(REPO / "tests" / "jvm" / "HashtagOracle.java", classpath, Path(tmp))
         out = subprocess.run(
-            ["java", "-cp", os.pathsep.join([tmp, classpath]), "HashtagOracle", "compare"],
-            input=payload,
+            [
+                java_executable(),
+                "-cp",
+                os.pathsep.join([tmp, *map(str, classpath)]),
+                "HashtagOracle",
+                "compare",
+            ],
+            input=length_prefixed(texts),
             capture_output=True,
             check=True,
         ).stdout

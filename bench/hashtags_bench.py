@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import struct
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from connectors.jvm import (  # noqa: E402
+    compile_java,
+    jars_root,
+    java_executable,
+    length_prefixed,
+    spark_api_jars,
+)
 from trending.text.hashtags import extract_hashtags, hashtag_keys  # noqa: E402
 
 _WORD_TEXT = (
@@ -127,38 +133,23 @@ def _python_rate(function: Callable[[str], list[str]], texts: list[str], repeat:
     return len(texts) / best
 
 
-def _jars(group: str) -> list[Path]:
-    root = Path(os.environ.get("TRENDING_JARS_DIR", REPO / "build" / "jars"))
-    return sorted((root / group).glob("*.jar"))
-
-
 def _java_rates(texts: list[str], seconds: float) -> dict[str, float]:
-    import pyspark
-
-    jars = _jars("udf")
+    jars = sorted((jars_root() / "udf").glob("*.jar"))
     if not any(j.name == "trending-udf.jar" for j in jars):
         raise SystemExit("no build/jars/udf/trending-udf.jar: run `make jars` (or use --no-java)")
-    spark_api = sorted((Path(pyspark.__file__).parent / "jars").glob("spark-sql-api_*.jar"))
-    classpath = [*jars, *spark_api]
+    classpath = [*jars, *spark_api_jars()]
     source = (
         REPO / "jvm" / "udf" / "src" / "test" / "java" / "trending" / "udf" / "HashtagBench.java"
     )
     with tempfile.TemporaryDirectory(prefix="hashtag-bench-") as tmp:
-        cp = os.pathsep.join(str(j) for j in classpath)
-        subprocess.run(
-            ["javac", "--release", "17", "-encoding", "UTF-8", "-cp", cp, "-d", tmp, str(source)],
-            check=True,
-        )
+        compile_java(source, classpath, Path(tmp))
         data = Path(tmp) / "texts.bin"
-        with data.open("wb") as out:
-            for text in texts:
-                encoded = text.encode("utf-8")
-                out.write(struct.pack(">I", len(encoded)) + encoded)
+        data.write_bytes(length_prefixed(texts))
         result = subprocess.run(
             [
-                "java",
+                java_executable(),
                 "-cp",
-                os.pathsep.join([tmp, cp]),
+                os.pathsep.join([tmp, *map(str, classpath)]),
                 "trending.udf.HashtagBench",
                 str(data),
                 str(seconds),

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import struct
 import subprocess
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from trending.errors import UserError
@@ -62,3 +64,40 @@ def java_major_version(java: str) -> int:
         raise UserError(f"could not read the version of {java}: {result.stderr.strip()[:200]}")
     major = int(match.group(1))
     return int(match.group(2) or 0) if major == 1 else major
+
+
+def spark_api_jars() -> list[Path]:
+    """pyspark's own ``spark-sql-api`` jar (the Spark function interfaces), for ``javac``."""
+    import pyspark
+
+    return sorted((Path(pyspark.__file__).parent / "jars").glob("spark-sql-api_*.jar"))
+
+
+def compile_java(source: Path, classpath: Sequence[Path], out_dir: Path) -> None:
+    """``javac --release 17`` one source file into ``out_dir`` (:class:`UserError` on failure)."""
+    javac = _javac()
+    path = os.pathsep.join(str(jar) for jar in classpath)
+    command = [javac, "--release", str(MIN_JAVA), "-encoding", "UTF-8", "-cp", path, "-d"]
+    result = subprocess.run(
+        [*command, str(out_dir), str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise UserError(f"javac failed on {source.name}:\n{result.stderr[-3000:]}")
+
+
+def length_prefixed(texts: Iterable[str]) -> bytes:
+    """UTF-8 ``texts``, each after its byte length as a big-endian int (the Java harnesses'
+    input format)."""
+    return b"".join(struct.pack(">I", len(data)) + data for data in (t.encode() for t in texts))
+
+
+def _javac() -> str:
+    """``javac`` beside the ``java`` in use, else on the PATH."""
+    beside = Path(java_executable()).resolve().with_name("javac")
+    found = str(beside) if beside.exists() else shutil.which("javac")
+    if found is None:
+        raise UserError("`javac` was not found: install a JDK (a JRE has only `java`)")
+    return found

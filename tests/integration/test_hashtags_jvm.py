@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from connectors.jvm import compile_java, jars_root, java_executable, length_prefixed, spark_api_jars
 from trending.text.hashtags import (
     extract_hashtags,
     extract_hashtags_with_indices,
@@ -38,10 +39,6 @@ RANDOM_TEXTS = 25_000
 SEED = 20240917
 
 
-def _jars_root() -> Path:
-    return Path(os.environ.get("TRENDING_JARS_DIR", REPO / "build" / "jars"))
-
-
 def _need(folder: Path, pattern: str) -> list[Path]:
     found = sorted(folder.glob(pattern))
     if not found:
@@ -50,22 +47,14 @@ def _need(folder: Path, pattern: str) -> list[Path]:
 
 
 def _udf_jars() -> list[Path]:
-    folder = _jars_root() / "udf"
+    folder = jars_root() / "udf"
     _need(folder, "trending-udf.jar")
     _need(folder, "twitter-text-*.jar")
     return sorted(folder.glob("*.jar"))
 
 
 def _oracle_jars() -> list[Path]:
-    return _need(_jars_root() / "oracle", "twitter-text-*.jar")
-
-
-def _spark_sql_api_jar() -> Path:
-    import pyspark
-
-    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("spark-sql-api_*.jar"))
-    assert jars, "pyspark ships no spark-sql-api jar"
-    return jars[0]
+    return _need(jars_root() / "oracle", "twitter-text-*.jar")
 
 
 @dataclass
@@ -74,13 +63,7 @@ class Harness:
     classpath: str
 
     def run(self, mode: str, texts: list[str] | None = None) -> bytes:
-        payload = b""
-        if texts is not None:
-            parts = []
-            for text in texts:
-                data = text.encode("utf-8")
-                parts.append(struct.pack(">I", len(data)) + data)
-            payload = b"".join(parts)
+        payload = b"" if texts is None else length_prefixed(texts)
         result = subprocess.run(
             [self.java, "-cp", self.classpath, "HashtagOracle", mode],
             input=payload,
@@ -95,30 +78,11 @@ class Harness:
 @pytest.fixture(scope="session")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Harness:
     jars = [*_oracle_jars(), *(j for j in _udf_jars() if "twitter-text" not in j.name)]
-    classpath = os.pathsep.join(str(j) for j in [*jars, _spark_sql_api_jar()])
+    classpath = [*jars, *spark_api_jars()]
+    assert classpath[len(jars) :], "pyspark ships no spark-sql-api jar"
     out = tmp_path_factory.mktemp("hashtag-oracle")
-    java_home = os.environ.get("JAVA_HOME")
-    javac = str(Path(java_home) / "bin" / "javac") if java_home else "javac"
-    java = str(Path(java_home) / "bin" / "java") if java_home else "java"
-    compiled = subprocess.run(
-        [
-            javac,
-            "--release",
-            "17",
-            "-encoding",
-            "UTF-8",
-            "-cp",
-            classpath,
-            "-d",
-            str(out),
-            str(HARNESS),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert compiled.returncode == 0, compiled.stderr
-    return Harness(java, os.pathsep.join([str(out), classpath]))
+    compile_java(HARNESS, classpath, out)
+    return Harness(java_executable(), os.pathsep.join([str(out), *map(str, classpath)]))
 
 
 class _Reader:
