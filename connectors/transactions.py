@@ -1,26 +1,45 @@
-"""Exactly-once micro-batch output: each batch's records and a commit marker in one transaction.
+"""Exactly-once micro-batch output: each batch's records, its state and a marker in one transaction.
 
-The marker (key: the writer's transactional id, value: the batch id) goes to a compacted commits
-topic inside the same Kafka transaction as the batch's records. On start-up the writer reads the
-last committed marker, so a batch Spark replays after a crash is recognised and skipped, and
-readers with ``isolation.level=read_committed`` never see a batch twice or half of one.
+Inside the Kafka transaction that carries a batch's records, the writer also sends
+
+* a **state record** to the compacted commits topic, key = the transactional id, value =
+  ``{"batch": N, "state": ...}`` (JSON: whatever the job must resume from), and
+* a **marker**: the offset after that record, committed for the consumer group named like the
+  transactional id (``send_offsets_to_transaction``), with the batch id as offset metadata.
+
+Both become visible when the transaction commits, or never. On start-up the writer fences its
+predecessor (``init_transactions``), asks the group coordinator for the marker and reads the state
+record at the offset it names. It never scans the topic: a read_committed scan stops at the
+first open transaction of *any* producer on the partition (a stalled or killed job), and would
+return a stale batch; the committed offset of this group is not held back by other producers.
+A batch Spark replays after a crash is recognised and skipped, and readers with
+``isolation.level=read_committed`` never see a batch twice or half of one.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from connectors.kafka import client_config, ensure_topics
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 COMMITS_TOPIC = "trending-commits"
 DeliveryCallback = Callable[[KafkaError | None, "Message[bytes, bytes]"], None]
-_COMMITS_CONFIG = {"cleanup.policy": "compact", "segment.ms": "600000"}
+STATE_RECORD_MAX_BYTES = 16 * 2**20
+_COMMITS_CONFIG = {
+    "cleanup.policy": "compact",
+    "segment.ms": "600000",
+    "max.message.bytes": str(STATE_RECORD_MAX_BYTES),
+}
 
 
 @dataclass(frozen=True)
@@ -30,6 +49,14 @@ class OutRecord:
     topic: str
     key: bytes | None
     value: bytes | None
+
+
+@dataclass(frozen=True)
+class Committed:
+    """The last batch committed under a transactional id (-1: none) and the state sent with it."""
+
+    batch_id: int = -1
+    state: Any = None
 
 
 class TransactionalBatchWriter:
@@ -55,22 +82,39 @@ class TransactionalBatchWriter:
                 "linger.ms": 5,
                 "compression.type": "lz4",
                 "transaction.timeout.ms": 120_000,
+                "message.max.bytes": STATE_RECORD_MAX_BYTES + 2**16,
             }
         )
         self._closed = False
         self._producer.init_transactions(60)  # fences and aborts a crashed predecessor
-        self.last_committed = self._read_last_committed()
+        self._group = Consumer(self._consumer_config(transactional_id, "read_committed"))
+        self.committed = self._read_committed()
 
-    def write_batch(self, batch_id: int, records: Iterable[OutRecord]) -> int:
-        """Publish ``records`` for ``batch_id`` in one transaction; returns how many were sent.
+    @property
+    def last_committed(self) -> int:
+        """The newest committed batch id, or -1."""
+        return self.committed.batch_id
+
+    def write_batch(self, batch_id: int, records: Iterable[OutRecord], state: Any = None) -> int:
+        """Publish ``records``, ``state`` and the marker of ``batch_id`` in one transaction;
+        returns how many records were sent.
 
         Raises on any delivery failure (the transaction is aborted, nothing becomes visible).
         """
         failures: list[str] = []
+        state_at: list[TopicPartition] = []
 
         def on_delivery(error: KafkaError | None, _message: Message[bytes, bytes]) -> None:
             if error is not None:
                 failures.append(str(error))
+
+        def on_state(error: KafkaError | None, message: Message[bytes, bytes]) -> None:
+            on_delivery(error, message)
+            topic, partition, offset = message.topic(), message.partition(), message.offset()
+            if error is None and topic is not None and partition is not None and offset is not None:
+                state_at.append(
+                    TopicPartition(topic, partition, offset + 1, metadata=str(batch_id))
+                )
 
         producer = self._producer
         producer.begin_transaction()
@@ -79,16 +123,19 @@ class TransactionalBatchWriter:
             for record in records:
                 self._produce(record.topic, record.key, record.value, on_delivery)
                 sent += 1
-            marker = str(batch_id).encode()
-            self._produce(self.commits_topic, self.transactional_id.encode(), marker, on_delivery)
+            value = json.dumps({"batch": batch_id, "state": state}, separators=(",", ":"))
+            key = self.transactional_id.encode()
+            self._produce(self.commits_topic, key, value.encode(), on_state)
             producer.flush(120)
             if failures:
                 raise KafkaException(f"{len(failures)} records failed: {failures[0]}")
+            metadata = self._group.consumer_group_metadata()
+            producer.send_offsets_to_transaction(state_at, metadata, 60)
             producer.commit_transaction(120)
         except BaseException:
             producer.abort_transaction(60)
             raise
-        self.last_committed = batch_id
+        self.committed = Committed(batch_id, state)
         return sent
 
     def close(self) -> None:
@@ -98,6 +145,7 @@ class TransactionalBatchWriter:
         self._closed = True
         self._producer.flush(30)
         self._producer.close()
+        self._group.close()
 
     def _produce(
         self, topic: str, key: bytes | None, value: bytes | None, callback: DeliveryCallback
@@ -110,40 +158,72 @@ class TransactionalBatchWriter:
             except BufferError:
                 self._producer.poll(0.05)
 
-    def _read_last_committed(self) -> int:
-        """The newest batch id committed under this transactional id, or -1."""
-        consumer = Consumer(
-            client_config(self._bootstrap, self._extra)
-            | {
-                "group.id": f"{self.transactional_id}-recovery",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
-                "enable.partition.eof": True,
-            }
-        )
-        try:
-            return _scan_markers(consumer, self.commits_topic, self.transactional_id.encode())
+    def _consumer_config(self, group: str, isolation: str) -> dict[str, Any]:
+        return client_config(self._bootstrap, self._extra) | {
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+        }
+
+    def _read_committed(self) -> Committed:
+        """The marker of this transactional id's group, and the state record it points at."""
+        partitions = _partitions(self._group, self.commits_topic)
+        markers = _retrying(lambda: self._group.committed(partitions, timeout=30))
+        found = [(int(m.metadata), m) for m in markers if m.offset >= 0 and m.metadata]
+        if not found:
+            return Committed()
+        batch_id, marker = max(found, key=lambda item: item[0])
+        reader_group = f"{self.transactional_id}-reader"
+        reader = Consumer(self._consumer_config(reader_group, "read_uncommitted"))
+        try:  # the marker proves the record's transaction committed: read it past open ones
+            reader.assign([TopicPartition(marker.topic, marker.partition, marker.offset - 1)])
+            message = reader.poll(30)
         finally:
-            consumer.close()
+            reader.close()
+        return _state_record(message, self.transactional_id, batch_id)
 
 
-def _scan_markers(consumer: Consumer, topic: str, key: bytes) -> int:
-    partition = TopicPartition(topic, 0)
-    low, high = consumer.get_watermark_offsets(partition, timeout=30)
-    if high <= low:
-        return -1
-    partition.offset = low
-    consumer.assign([partition])
-    last = -1
+def _retrying(call: Callable[[], T], timeout: float = 90.0) -> T:
+    """``call()``, again with backoff while it fails with a retriable Kafka error (a group
+    coordinator still loading after a broker start, or moving) and ``timeout`` has not passed."""
+    deadline, pause = time.monotonic() + timeout, 0.1
     while True:
-        message = consumer.poll(10)
-        if message is None:
-            raise KafkaException(f"timed out reading commit markers from {topic}")
-        error = message.error()
-        if error is not None:
-            if error.code() == KafkaError._PARTITION_EOF:
-                return last
-            raise KafkaException(error)
-        if message.key() == key:
-            last = int(message.value() or b"-1")
+        try:
+            return call()
+        except KafkaException as error:
+            cause = error.args[0] if error.args else None
+            retriable = isinstance(cause, KafkaError) and (
+                cause.retriable() or cause.code() in _COORDINATOR_ERRORS
+            )
+            if not retriable or time.monotonic() + pause > deadline:
+                raise
+            log.info("retrying after %s", cause)
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
+
+_COORDINATOR_ERRORS = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+}
+
+
+def _partitions(consumer: Consumer, topic: str) -> list[TopicPartition]:
+    metadata = consumer.list_topics(topic, timeout=30).topics[topic]
+    if metadata.error is not None:
+        raise KafkaException(metadata.error)
+    return [TopicPartition(topic, p) for p in sorted(metadata.partitions)]
+
+
+def _state_record(message: Message[bytes, bytes] | None, key: str, batch_id: int) -> Committed:
+    """The committed state of ``batch_id`` from its record; KafkaException when it is not it."""
+    if message is None or message.error() is not None:
+        raise KafkaException(f"could not read the state record of batch {batch_id} for {key}")
+    value = json.loads(message.value() or b"{}")
+    if message.key() != key.encode() or value.get("batch") != batch_id:
+        raise KafkaException(
+            f"the commits topic no longer holds the state of batch {batch_id} for {key} at "
+            f"offset {message.offset()}"
+        )
+    return Committed(batch_id, value.get("state"))
