@@ -256,13 +256,17 @@ def dead_reason_label(reason: str | None) -> str:
     return DEAD_REASONS.get(reason or "", OTHER_REASON)
 
 
+DRIVER_OPERATOR = "driver_topk"  # the driver's published top-k entries; Spark's operators report
+# their own rows and bytes under their names (trending.spark.listener)
+
+
 class HashtagObserver:
     """Per-batch figures of the hashtags job (``HashtagBatchProcessor.observers``)."""
 
     def __init__(self, metrics: Metrics, processor: HashtagBatchProcessor) -> None:
         config = processor.config
         self.metrics = metrics
-        self._windows = len(processor.engine.state.windows)
+        self._windows = len(processor.merger.state.windows)
         metrics.add_topics(
             [config.input_topic], [config.output_topic, config.late_topic, config.dead_letter_topic]
         )
@@ -288,20 +292,20 @@ class HashtagObserver:
         m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
         m.windows_revised.inc(stats.revisions)
         m.windows_finalized.inc(stats.finals)
-        windows = len(processor.engine.state.windows)
+        windows = len(processor.merger.state.windows)
         m.windows_opened.inc(max(0, windows - self._windows + stats.finals))
         self._windows = windows
-        if stats.state_bytes is not None:  # the driver's state, as its snapshot's size
-            m.state_memory.labels("sliding_topk").set(stats.state_bytes)
+        if stats.state_bytes is not None:  # the driver's state, as committed (JSON bytes)
+            m.state_memory.labels(DRIVER_OPERATOR).set(stats.state_bytes)
         self._observe_state(processor)
 
     def _observe_state(self, processor: HashtagBatchProcessor) -> None:
-        m, windows = self.metrics, processor.engine.state.windows
-        m.set_watermark(processor.engine.watermark_ms)
+        m, windows = self.metrics, processor.merger.state.windows
+        m.set_watermark(processor.merger.watermark_ms)
         m.open_windows.set(len(windows))
-        m.state_rows.labels("sliding_topk").set(sum(len(w.counts) for w in windows.values()))
+        m.state_rows.labels(DRIVER_OPERATOR).set(sum(len(w.top) for w in windows.values()))
         newest = max(windows, default=None)
-        m.set_top(newest, () if newest is None else windows[newest].published)
+        m.set_top(newest, () if newest is None else windows[newest].top)
 
 
 class MetricsServer:

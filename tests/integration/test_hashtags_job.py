@@ -20,8 +20,9 @@ from confluent_kafka import Producer
 
 from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics
-from connectors.transactions import OutRecord, TransactionalBatchWriter
+from connectors.transactions import COMMITS_TOPIC, OutRecord, TransactionalBatchWriter
 from tests.support.kafka import read_all
+from trending.errors import UserError
 from trending.jobs.hashtags import HashtagJobConfig, start_query
 from trending.text.hashtags import hashtag_keys
 from trending.windows.sliding import SlidingWindows, Window
@@ -104,7 +105,7 @@ class Job:
     def config(self, **overrides: Any) -> HashtagJobConfig:
         settings: dict[str, Any] = {
             "bootstrap": self.bootstrap,
-            "checkpoint": self.checkpoint,
+            "checkpoint": str(self.checkpoint),
             "input_topic": self.topics["tweets"],
             "output_topic": self.topics["trending"],
             "late_topic": self.topics["late"],
@@ -196,6 +197,12 @@ def test_restart_from_checkpoint_loses_nothing_and_duplicates_no_final(
     job = Job(kafka_bootstrap, tmp_path)
     first, second = make_tweets(3_000, seed=3), make_tweets(3_000, seed=4, start_index=3_000)
     produce(kafka_bootstrap, job.topics["tweets"], first)
+    # another job stalls with an open transaction on the commits topic before this one commits
+    foreign = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": uuid.uuid4().hex})
+    foreign.init_transactions(60)
+    foreign.begin_transaction()
+    foreign.produce(COMMITS_TOPIC, key=b"stalled-job", value=b"open")
+    assert foreign.flush(30) == 0
     job.run(spark, max_offsets_per_trigger=1_000)
     # A stop after the last batch's output committed but before Spark marked it done:
     commits = job.checkpoint / "spark" / "commits"
@@ -206,6 +213,7 @@ def test_restart_from_checkpoint_loses_nothing_and_duplicates_no_final(
     processor = job.run(spark, max_offsets_per_trigger=1_000)
     assert processor.repair is not None and "marked done" in processor.repair
     assert processor.history[0].batch_id == last + 1
+    foreign.abort_transaction(30)
     tweets = first + second
     assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
 
@@ -222,10 +230,12 @@ def test_failed_batch_publishes_nothing_and_is_redone(
         yield from records  # sent inside the transaction, then the transaction must abort
         raise RuntimeError("injected delivery failure")
 
-    def fail_on_batch_2(self: TransactionalBatchWriter, batch_id: int, records: Any) -> int:
+    def fail_on_batch_2(
+        self: TransactionalBatchWriter, batch_id: int, records: Any, state: Any = None
+    ) -> int:
         if batch_id == 2:
             records = failing(list(records))
-        return original(self, batch_id, records)
+        return original(self, batch_id, records, state)
 
     monkeypatch.setattr(TransactionalBatchWriter, "write_batch", fail_on_batch_2)
     query, failed = start_query(spark, job.config(max_offsets_per_trigger=1_000))
@@ -254,3 +264,47 @@ def test_late_tweets_are_routed_not_counted(
     assert all("latecomer" not in str(r["top"]) for r in job.records())
     assert SlidingWindows(SIZE_MS, HOP_MS).last_end(BASE_MS) <= watermark
     shutil.rmtree(job.checkpoint)
+
+
+def test_counts_live_in_spark_state_and_the_driver_keeps_only_top_k(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    tweets = make_tweets(3_000, seed=7)
+    produce(kafka_bootstrap, job.topics["tweets"], tweets)
+    query, processor = start_query(spark, job.config(max_offsets_per_trigger=1_000))
+    try:
+        query.awaitTermination()
+    finally:
+        processor.close()
+    operators = [op for p in query.recentProgress for op in p.stateOperators]
+    assert operators and all(op.operatorName == "transformWithStateExec" for op in operators)
+    # per hashtag key one state row (its open panes), spread over the shuffle partitions
+    distinct_keys = {k for t in tweets for k in hashtag_keys(t["text"])}
+    assert 0 < operators[-1].numRowsTotal <= len(distinct_keys)
+    windows = processor.merger.state.windows
+    assert all(len(w.top) <= TOP for w in windows.values())
+    assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
+
+
+def test_a_checkpoint_uri_works_and_other_settings_are_refused(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a URI taken for a local path would make ./file: here
+    job = Job(kafka_bootstrap, tmp_path)
+    uri = f"file://{job.checkpoint}"
+    first, second = make_tweets(2_000, seed=8), make_tweets(2_000, seed=9, start_index=2_000)
+    produce(kafka_bootstrap, job.topics["tweets"], first)
+    job.run(spark, checkpoint=uri)
+    assert not (tmp_path / "file:").exists()
+    assert (job.checkpoint / "trending-job.json").is_file()
+    assert (job.checkpoint / "spark" / "commits").is_dir()
+    before = sorted(str(p) for p in job.checkpoint.rglob("*"))
+    for change in ({"size_ms": 2 * SIZE_MS}, {"k": TOP + 1}, {"lateness_ms": 1}):
+        with pytest.raises(UserError, match="other settings"):
+            start_query(spark, job.config(checkpoint=uri, **change))
+    assert sorted(str(p) for p in job.checkpoint.rglob("*")) == before  # nothing deleted
+    produce(kafka_bootstrap, job.topics["tweets"], second)
+    job.run(spark, checkpoint=uri)
+    tweets = first + second
+    assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))

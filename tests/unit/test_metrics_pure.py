@@ -16,7 +16,7 @@ from trending.cli import build_parser
 from trending.jobs.hashtags import BatchStats
 from trending.metrics import HashtagObserver, Metrics, dead_reason_label
 from trending.spark.listener import compute_lag, parse_offsets, parse_timestamp_ms, record_progress
-from trending.windows.sliding_topk import OpenWindow
+from trending.windows.topk_merge import Published
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 METRIC_NAME = re.compile(r"\btrending_[a-z0-9_]+")
@@ -122,24 +122,24 @@ def test_trending_view_keeps_only_the_current_top_k() -> None:
     assert value(metrics, "trending_top_window_start_timestamp_seconds") == 120
 
 
-def fake_processor(windows: dict[int, OpenWindow], watermark_ms: int | None) -> Any:
+def fake_processor(windows: dict[int, Published], watermark_ms: int | None) -> Any:
     config = SimpleNamespace(
         input_topic="tweets", output_topic="out", late_topic="late", dead_letter_topic="dlq"
     )
-    engine = SimpleNamespace(state=SimpleNamespace(windows=windows), watermark_ms=watermark_ms)
-    return SimpleNamespace(config=config, engine=engine)
+    merger = SimpleNamespace(state=SimpleNamespace(windows=windows), watermark_ms=watermark_ms)
+    return SimpleNamespace(config=config, merger=merger)
 
 
 def test_hashtag_observer_counts_a_batch() -> None:
     metrics = Metrics("hashtags")
-    windows = {0: OpenWindow({"a": 2}, (("a", 2),), 1)}
+    windows = {0: Published((("a", 2),), 1)}
     processor = fake_processor(windows, None)
     observe = HashtagObserver(metrics, processor)
     assert value(metrics, "trending_kafka_records_written_total", topic="dlq") == 0
     windows.pop(0)  # finalized; two new windows opened
-    windows[60_000] = OpenWindow({"a": 1, "b": 3}, (("b", 3), ("a", 1)), 1)
-    windows[120_000] = OpenWindow({"b": 1}, (), 0)
-    processor.engine.watermark_ms = 90_000
+    windows[60_000] = Published((("b", 3), ("a", 1)), 1)
+    windows[120_000] = Published((), 0)
+    processor.merger.watermark_ms = 90_000
     reason = "value is not valid Avro for the schema"
     stats = BatchStats(1, tweets=9, late=2, dead=1, revisions=1, finals=1, dead_reasons={reason: 1})
     stats.phases = {"spark": 0.5, "publish": 0.1}
@@ -151,7 +151,7 @@ def test_hashtag_observer_counts_a_batch() -> None:
     assert value(metrics, "trending_late_records_total", reason="windows_final") == 2
     assert value(metrics, "trending_kafka_records_written_total", topic="out") == 2
     assert value(metrics, "trending_open_windows") == 2
-    assert value(metrics, "trending_state_rows", operator="sliding_topk") == 3
+    assert value(metrics, "trending_state_rows", operator="driver_topk") == 2
     assert value(metrics, "trending_watermark_timestamp_seconds") == 90
     assert value(metrics, "trending_batch_phase_seconds_sum", source="job", phase="spark") == 0.5
     assert 'trending_top_hashtag_count{hashtag="b"}' not in exported(metrics)  # newest: none yet

@@ -7,7 +7,6 @@ import logging
 import signal
 import sys
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from connectors.kafka import (
@@ -90,12 +89,17 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
     spark.add_argument("--master", default=None, help="Spark master (default: local[*])")
     spark.add_argument(
         "--checkpoint",
-        type=Path,
-        default=Path("checkpoints/hashtags"),
-        help="checkpoint folder (offsets and window state); a new folder starts a new job",
+        default="checkpoints/hashtags",
+        help="checkpoint location, any path Spark accepts (a folder, file://, hdfs://, s3a://): "
+        "on a cluster, storage the driver and every executor reach; a new location starts a "
+        "new job",
     )
     spark.add_argument(
-        "--shuffle-partitions", type=int, default=None, help="spark.sql.shuffle.partitions"
+        "--shuffle-partitions",
+        type=int,
+        default=None,
+        help="spark.sql.shuffle.partitions: the state's partitions, fixed for the checkpoint's "
+        "lifetime (default: the cluster's total executor cores)",
     )
     spark.add_argument(
         "--spark-kafka-option",

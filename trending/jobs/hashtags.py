@@ -1,38 +1,53 @@
 """Trending hashtags: the top-k hashtags of every sliding event-time window, from Kafka to Kafka.
 
-Tweets are read from Kafka and reduced in the JVM to per-pane hashtag counts
-(:mod:`trending.spark.tweet_batches`); the driver folds them into the open windows
-(:class:`trending.windows.sliding_topk.SlidingTopK`) and publishes, in one Kafka transaction per
-micro-batch, every changed top-k, every window the watermark closes, the late tweets and the
-dead letters.
+Tweets are read from Kafka and counted on the executors: per hashtag and pane in Spark's state
+store, with the window counts of changed hashtags cut to at most k candidates per window
+(:mod:`trending.spark.hashtag_state`). The driver merges those candidates into the last published
+top-k of each open window (:class:`trending.windows.topk_merge.TopKMerger`) and publishes, in one
+Kafka transaction per micro-batch, every changed top-k, every window the watermark closes, the
+late tweets, the dead letters, and its own small state with the batch's marker
+(:mod:`connectors.transactions`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
-from connectors.transactions import OutRecord, TransactionalBatchWriter
-from trending.checkpoint import SnapshotStore, reconcile_spark_log
+from connectors.transactions import Committed, OutRecord, TransactionalBatchWriter
 from trending.errors import UserError
-from trending.spark.tweet_batches import COUNTED, LATE, SIDE_COLUMNS, plan_batch, warm_up
+from trending.spark.checkpoint import JobCheckpoint
+from trending.spark.hashtag_state import (
+    LATE,
+    BatchParams,
+    HashtagState,
+    candidate_rows,
+    hashtag_records,
+    register_functions,
+    top_candidates,
+    warm_up,
+)
 from trending.windows.sliding import SlidingWindows
-from trending.windows.sliding_topk import SlidingTopK, SlidingTopKState, TopKUpdate
+from trending.windows.sliding_topk import TopKUpdate
+from trending.windows.topk_merge import MergeState, TopKMerger
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+STATE_STORE_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
 
 
 @dataclass(frozen=True)
@@ -40,7 +55,7 @@ class HashtagJobConfig:
     """Everything ``trending run hashtags`` can be told (times in milliseconds)."""
 
     bootstrap: str
-    checkpoint: Path
+    checkpoint: str  # any path Spark accepts: /dir, file:///dir, hdfs://..., s3a://...
     input_topic: str = "tweets"
     output_topic: str = "trending-hashtags"
     late_topic: str = "tweets-late"
@@ -67,6 +82,16 @@ class HashtagJobConfig:
     def windows(self) -> SlidingWindows:
         return SlidingWindows(self.size_ms, self.hop_ms, self.align_ms)
 
+    def state_settings(self) -> dict[str, int]:
+        """The settings the job's state depends on: a checkpoint keeps them for its lifetime."""
+        return {
+            "size_ms": self.size_ms,
+            "hop_ms": self.hop_ms,
+            "align_ms": self.align_ms,
+            "top": self.k,
+            "lateness_ms": self.lateness_ms,
+        }
+
 
 @dataclass
 class BatchStats:
@@ -88,35 +113,46 @@ class BatchStats:
 
 
 class HashtagBatchProcessor:
-    """The ``foreachBatch`` function: exactly-once top-k publication from aggregated rows."""
+    """The ``foreachBatch`` function: exactly-once top-k publication from the executors' candidates.
 
-    def __init__(self, config: HashtagJobConfig) -> None:
+    Built by :func:`open_processor`, which claims the checkpoint and reads the committed state.
+    """
+
+    def __init__(
+        self,
+        config: HashtagJobConfig,
+        checkpoint: JobCheckpoint,
+        job_id: str,
+        writer: TransactionalBatchWriter,
+        state: HashtagState,
+    ) -> None:
         self.config = config
-        self.job_id = _job_id(config.checkpoint)
-        self.snapshots = SnapshotStore(config.checkpoint / "driver-state")
-        self.writer = TransactionalBatchWriter(
-            config.bootstrap, f"trending-hashtags-{self.job_id}", config.kafka_options
-        )
-        self.engine = SlidingTopK(
-            config.windows, config.k, config.lateness_ms, self._restore(self.writer.last_committed)
-        )
+        self.checkpoint = checkpoint
+        self.job_id = job_id
+        self.writer = writer
+        self.state = state
+        self.merger = TopKMerger(config.windows, config.k, config.lateness_ms, _restore(writer))
         url = config.schema_registry_url
         self.topk_codec = AvroCodec("trending_topk", url, subject=f"{config.output_topic}-value")
         self.dead_codec = AvroCodec("dead_letter", url, subject=f"{config.dead_letter_topic}-value")
         self.tweet_schema = schema_json("tweet")
         self.history: list[BatchStats] = []
         self.observers: list[Callable[[BatchStats, HashtagBatchProcessor], None]] = []
-        self.repair = reconcile_spark_log(config.checkpoint / "spark", self.writer.last_committed)
+        self.repair: str | None = None
+
+    def settle_checkpoint(self) -> None:
+        """Match the query's checkpoint with the committed output (before the query starts)."""
+        self.repair = self.checkpoint.settle(self.writer.last_committed, self.merger.watermark_ms)
         if self.repair:
             log.warning("checkpoint: %s", self.repair)
 
     def close(self) -> None:
-        """Release the job's Kafka producer; call once the query has stopped."""
+        """Release the job's Kafka clients; call once the query has stopped."""
         self.writer.close()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        stats = BatchStats(batch_id, watermark_ms=self.engine.watermark_ms, started_at=time.time())
+        stats = BatchStats(batch_id, watermark_ms=self.merger.watermark_ms, started_at=time.time())
         if batch_id <= self.writer.last_committed:
             stats.skipped = True  # replayed after a crash: its output is already committed
         else:
@@ -128,17 +164,15 @@ class HashtagBatchProcessor:
         log.info(_describe(stats))
 
     def _process(self, batch: DataFrame, batch_id: int, stats: BatchStats) -> None:
-        confluent = self.config.schema_registry_url is not None
-        plan = plan_batch(
-            batch, self.tweet_schema, confluent, self.config.windows, self.engine.watermark_ms
-        )
+        merger = self.merger
+        self.state.prepare(batch, BatchParams(merger.watermark_ms, merger.thresholds()))
         clock = time.monotonic()
-        table = plan.toArrow()
+        table = top_candidates(batch, self.config.k).toArrow()
         stats.phases["spark"] = time.monotonic() - clock
         clock = time.monotonic()
-        counted, max_event_ms, on_time, side = _split(table)
-        stats.tweets = on_time + len(side)
-        updates = self.engine.apply_batch(counted, max_event_ms)
+        candidates, side = candidate_rows(table)
+        on_time, newest = self.state.figures()
+        updates = merger.apply_batch(candidates, newest)
         stats.phases["windows"] = time.monotonic() - clock
         clock = time.monotonic()
         records = list(self._topk_records(updates))
@@ -151,12 +185,14 @@ class HashtagBatchProcessor:
                 stats.dead += 1
                 stats.dead_reasons[reason] = stats.dead_reasons.get(reason, 0) + 1
                 records.append(self._dead_letter(topic, partition, offset, key, value, reason))
+        stats.tweets = on_time + len(side)
         stats.revisions = sum(not u.is_final for u in updates)
         stats.finals = len(updates) - stats.revisions
-        stats.state_bytes = self.snapshots.save(batch_id, self.engine.state)
+        state = merger.state.to_json()
+        stats.state_bytes = len(json.dumps(state, separators=(",", ":")))
         stats.phases["snapshot"] = time.monotonic() - clock
         clock = time.monotonic()
-        self.writer.write_batch(batch_id, records)
+        self.writer.write_batch(batch_id, records, state)
         stats.phases["publish"] = time.monotonic() - clock
 
     def _topk_records(self, updates: list[TopKUpdate]) -> Iterator[OutRecord]:
@@ -194,38 +230,37 @@ class HashtagBatchProcessor:
         }
         return OutRecord(self.config.dead_letter_topic, key, self.dead_codec.encode(letter))
 
-    def _restore(self, committed: int) -> SlidingTopKState | None:
-        found = self.snapshots.load(at_most=committed)
-        if committed < 0:
-            return None
-        if found is None or found[0] != committed:
-            raise UserError(
-                f"the checkpoint {self.config.checkpoint} has no state for committed batch "
-                f"{committed}: it was deleted or belongs to another job; start over with a new "
-                "--checkpoint"
-            )
-        state: SlidingTopKState = found[1]
-        return state
+
+def open_processor(spark: SparkSession, config: HashtagJobConfig) -> HashtagBatchProcessor:
+    """Claim the checkpoint, fence the previous writer and read the committed state."""
+    checkpoint = JobCheckpoint(spark, config.checkpoint)
+    job_id = checkpoint.claim("hashtags", config.state_settings())
+    writer = TransactionalBatchWriter(
+        config.bootstrap, f"trending-hashtags-{job_id}", config.kafka_options
+    )
+    try:
+        processor = HashtagBatchProcessor(
+            config, checkpoint, job_id, writer, HashtagState(spark, config.windows, job_id)
+        )
+        processor.settle_checkpoint()
+    except BaseException:
+        writer.close()
+        raise
+    return processor
 
 
-def _split(
-    table: pa.Table,
-) -> tuple[list[tuple[int, str, int]], int | None, int, list[tuple[Any, ...]]]:
-    """Counted ``(pane_start, tag, n)`` rows, the newest on-time event time, the number of
-    on-time tweets, and the late and dead rows ``(kind, partition, offset, key, value, reason)``.
-    """
-    columns = {name: table.column(name).to_pylist() for name in table.column_names}
-    counted, side, newest, on_time = [], [], None, 0
-    for i, kind in enumerate(columns["kind"]):
-        if kind != COUNTED:
-            side.append(tuple(columns[c][i] for c in ("kind", *SIDE_COLUMNS)))
-            continue
-        if columns["tag"][i] is not None:
-            counted.append((columns["pane_start"][i], columns["tag"][i], columns["n"][i]))
-        on_time += columns["tweets"][i]
-        max_event = columns["max_event_ms"][i]
-        newest = max_event if newest is None else max(newest, max_event)
-    return counted, newest, on_time, side
+def _restore(writer: TransactionalBatchWriter) -> MergeState | None:
+    committed: Committed = writer.committed
+    if committed.batch_id < 0:
+        return None
+    try:
+        return MergeState.from_json(committed.state)
+    except (ValueError, KeyError, TypeError) as error:
+        raise UserError(
+            f"the state committed with batch {committed.batch_id} for "
+            f"{writer.transactional_id} cannot be read ({error}); start over with a new "
+            "--checkpoint"
+        ) from error
 
 
 def summarize(history: list[BatchStats]) -> str:
@@ -254,17 +289,8 @@ def _describe(stats: BatchStats) -> str:
     )
 
 
-def _job_id(checkpoint: Path) -> str:
-    """A random id kept in the checkpoint: a new checkpoint is a new job."""
-    checkpoint.mkdir(parents=True, exist_ok=True)
-    path = checkpoint / "job-id"
-    if not path.exists():
-        path.write_text(uuid.uuid4().hex[:16])
-    return path.read_text().strip()
-
-
 def start_query(
-    spark: Any,
+    spark: SparkSession,
     config: HashtagJobConfig,
     on_processor: Callable[[HashtagBatchProcessor], None] | None = None,
 ) -> tuple[StreamingQuery, HashtagBatchProcessor]:
@@ -275,7 +301,10 @@ def start_query(
         partitions=config.topic_partitions,
         extra=config.kafka_options,
     )
-    processor = HashtagBatchProcessor(config)
+    for key, value in STATE_STORE_CONF.items():
+        spark.conf.set(key, value)
+    register_functions(spark)
+    processor = open_processor(spark, config)
     if on_processor is not None:
         on_processor(processor)  # e.g. attach metrics before the first batch
     options = source_options(
@@ -285,15 +314,22 @@ def start_query(
         config.max_offsets_per_trigger,
         config.spark_kafka_options,
     )
+    confluent = config.schema_registry_url is not None
     if config.warm_up_rows:
-        confluent = config.schema_registry_url is not None
-        warm_up(
-            spark, processor.tweet_schema, confluent, config.windows, config.warm_up_rows, options
-        )
+        warm_up(spark, processor.state, processor.tweet_schema, confluent, config, options)
+    records = hashtag_records(
+        read_kafka_stream(spark, options),
+        processor.tweet_schema,
+        confluent,
+        config.windows,
+        processor.job_id,
+        config.lateness_ms,
+    )
     writer = (
-        read_kafka_stream(spark, options)
+        processor.state.apply(records)
         .writeStream.queryName(f"trending-hashtags-{processor.job_id}")
-        .option("checkpointLocation", str(config.checkpoint / "spark"))
+        .option("checkpointLocation", processor.checkpoint.query_location)
+        .outputMode("update")
         .foreachBatch(processor)
     )
     if config.available_now:

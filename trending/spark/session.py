@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from connectors.jvm import java_executable, require_jars
 
@@ -43,7 +44,6 @@ def build_session(
         SparkSession.builder.appName(app_name)
         .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
         .config("spark.jars", jars)
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions or _default_partitions()))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.ui.enabled", os.environ.get("TRENDING_SPARK_UI", "false"))
@@ -54,11 +54,26 @@ def build_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TRENDING_SPARK_LOG_LEVEL", "WARN"))
+    partitions = shuffle_partitions or cluster_cores(spark)
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     name, java_class = HASHTAG_UDF
     spark.udf.registerJavaFunction(name, java_class, ArrayType(StringType()))
     return spark
 
 
-def _default_partitions() -> int:
-    """Small shuffles: one partition per core (Spark's default of 200 is slow on small machines)."""
-    return max(2, os.cpu_count() or 2)
+def cluster_cores(spark: SparkSession, wait_s: float = 30.0) -> int:
+    """The executors' total cores (Spark's default parallelism), at least 2.
+
+    One shuffle partition per core (Spark's default of 200 is slow on small clusters). On a
+    cluster, executors register after the session starts: this waits up to ``wait_s`` for the
+    first, then gives the stragglers a moment.
+    """
+    context = spark.sparkContext
+    if not (context.master or "local").startswith("local"):
+        status: Any = context._jsc.sc().getExecutorMemoryStatus()  # driver + executors
+        deadline = time.monotonic() + wait_s
+        while status.size() < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            status = context._jsc.sc().getExecutorMemoryStatus()
+        time.sleep(1.0)
+    return max(2, context.defaultParallelism)

@@ -1,0 +1,80 @@
+package trending.state;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.spark.TaskContext;
+
+/**
+ * What the driver decides for one micro-batch and the executors read: the watermark the batch
+ * runs under and, per open window, the smallest count its published top-k holds once full.
+ *
+ * <p>The driver sets the session conf {@code spark.trending.batch.<job>} to {@link #format} text
+ * before it runs the batch; Spark hands every {@code spark.*} session setting to the batch's
+ * tasks as local properties, where {@link #current} reads it. Text form:
+ * {@code w=<watermark ms or empty>;t=<window start>:<count>,...}.
+ */
+public final class BatchParams {
+  public static final String PROPERTY_PREFIX = "spark.trending.batch.";
+  private static final BatchParams NONE = new BatchParams(null, new HashMap<>());
+  private static volatile String cachedText;
+  private static volatile BatchParams cached = NONE;
+
+  private final Long watermarkMs;
+  private final Map<Long, Long> thresholds;
+
+  private BatchParams(Long watermarkMs, Map<Long, Long> thresholds) {
+    this.watermarkMs = watermarkMs;
+    this.thresholds = thresholds;
+  }
+
+  /** The watermark of the batch, or null before the first event. */
+  public Long watermarkMs() {
+    return watermarkMs;
+  }
+
+  /** Whether window {@code [start, start + size)} is still open: {@code start + size > W}. */
+  public boolean isOpen(long windowEnd) {
+    return watermarkMs == null || windowEnd > watermarkMs;
+  }
+
+  /**
+   * A changed count of the window below this cannot enter its top-k: the k-th count of the
+   * window's last published (full) top-k, or 0.
+   */
+  public long threshold(long windowStart) {
+    Long found = thresholds.get(windowStart);
+    return found == null ? 0L : found;
+  }
+
+  /** The parameters of the running task's batch for {@code job} (none outside a task). */
+  public static BatchParams current(String job) {
+    TaskContext task = TaskContext.get();
+    String text = task == null ? null : task.getLocalProperty(PROPERTY_PREFIX + job);
+    if (text == null) {
+      return NONE;
+    }
+    if (!text.equals(cachedText)) {
+      cached = parse(text);
+      cachedText = text;
+    }
+    return cached;
+  }
+
+  /** Parses the text form (see the class comment). */
+  public static BatchParams parse(String text) {
+    Long watermark = null;
+    Map<Long, Long> thresholds = new HashMap<>();
+    for (String part : text.split(";", -1)) {
+      if (part.startsWith("w=") && part.length() > 2) {
+        watermark = Long.parseLong(part.substring(2));
+      } else if (part.startsWith("t=") && part.length() > 2) {
+        for (String pair : part.substring(2).split(",")) {
+          int colon = pair.indexOf(':');
+          thresholds.put(
+              Long.parseLong(pair.substring(0, colon)), Long.parseLong(pair.substring(colon + 1)));
+        }
+      }
+    }
+    return new BatchParams(watermark, thresholds);
+  }
+}

@@ -1,0 +1,121 @@
+package trending.state;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import trending.udf.Hashtags;
+
+/**
+ * The map-side half of the counting, per task: each on-time tweet's distinct hashtag keys
+ * ({@link Hashtags#keys}) are counted per {@code (tag, pane)} before anything is shuffled, so the
+ * state step receives one row per {@code (tag, pane)} and task instead of one per tweet and tag.
+ *
+ * <p>Input ({@code kind, event_ms, text, partition, offset, record_key, value, reason}): decoded
+ * records with their kind decided. Output ({@link #OUTPUT}): a row per {@code (tag, pane)} with
+ * {@code n} tweets holding the tag, {@code tweets} of them counted first under it (each tweet once,
+ * under its first key, or under a {@link HashtagPaneProcessor#NO_TAG} key when it has none) and
+ * their newest event time; late and dead records pass through under a
+ * {@link HashtagPaneProcessor#SIDE} key.
+ */
+public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
+  private static final long serialVersionUID = 1L;
+  public static final String[] INPUT_COLUMNS = {
+    "kind", "event_ms", "text", "partition", "offset", "record_key", "value", "reason"
+  };
+  public static final StructType OUTPUT =
+      new StructType()
+          .add("key", DataTypes.StringType, false)
+          .add("kind", DataTypes.IntegerType, false)
+          .add("pane_start", DataTypes.LongType, true)
+          .add("n", DataTypes.LongType, false)
+          .add("tweets", DataTypes.LongType, false)
+          .add("max_event_ms", DataTypes.LongType, true)
+          .add("partition", DataTypes.IntegerType, true)
+          .add("offset", DataTypes.LongType, true)
+          .add("record_key", DataTypes.BinaryType, true)
+          .add("value", DataTypes.BinaryType, true)
+          .add("reason", DataTypes.StringType, true);
+
+  private final SlidingGeometry geometry;
+
+  public PaneCombiner(SlidingGeometry geometry) {
+    this.geometry = geometry;
+  }
+
+  /** Per (tag, pane): tweets holding the tag, tweets counted first under it, newest event. */
+  private static final class Tally {
+    long n;
+    long tweets;
+    long maxEventMs = Long.MIN_VALUE;
+  }
+
+  @Override
+  public Iterator<Row> call(Iterator<Row> records) {
+    Map<String, Map<Long, Tally>> tallies = new HashMap<>();
+    List<Row> out = new ArrayList<>();
+    String noTag = HashtagPaneProcessor.NO_TAG + Integer.toString(partitionId());
+    while (records.hasNext()) {
+      Row record = records.next();
+      int kind = record.getInt(0);
+      if (kind != HashtagPaneProcessor.COUNTED) {
+        out.add(sideRow(record));
+        continue;
+      }
+      long eventMs = record.getLong(1);
+      long pane = geometry.paneStart(eventMs);
+      String[] keys = Hashtags.keys(record.isNullAt(2) ? null : record.getString(2));
+      if (keys.length == 0) {
+        tally(tallies, noTag, pane, eventMs, true);
+      }
+      for (int i = 0; i < keys.length; i++) {
+        tally(tallies, keys[i], pane, eventMs, i == 0);
+      }
+    }
+    for (Map.Entry<String, Map<Long, Tally>> tag : tallies.entrySet()) {
+      for (Map.Entry<Long, Tally> pane : tag.getValue().entrySet()) {
+        Tally t = pane.getValue();
+        out.add(
+            RowFactory.create(
+                tag.getKey(), HashtagPaneProcessor.COUNTED, pane.getKey(), t.n, t.tweets,
+                t.maxEventMs, null, null, null, null, null));
+      }
+    }
+    return out.iterator();
+  }
+
+  private static void tally(
+      Map<String, Map<Long, Tally>> tallies, String key, long pane, long eventMs, boolean first) {
+    Tally t = tallies.computeIfAbsent(key, k -> new HashMap<>(4)).computeIfAbsent(pane, p -> new Tally());
+    t.n++;
+    if (first) {
+      t.tweets++;
+    }
+    if (eventMs > t.maxEventMs) {
+      t.maxEventMs = eventMs;
+    }
+  }
+
+  private static Row sideRow(Row record) {
+    int partition = record.getInt(3);
+    long offset = record.getLong(4);
+    return RowFactory.create(
+        HashtagPaneProcessor.SIDE + Integer.toString(partition) + "/" + Long.toString(offset),
+        record.getInt(0), null, 0L, 0L, null, partition, offset,
+        record.isNullAt(5) ? null : record.get(5),
+        record.isNullAt(6) ? null : record.get(6),
+        record.isNullAt(7) ? null : record.getString(7));
+  }
+
+  private static int partitionId() {
+    TaskContext task = TaskContext.get();
+    return task == null ? 0 : task.partitionId();
+  }
+}

@@ -1,0 +1,119 @@
+"""The hashtags job on a real Spark standalone cluster (a master and two workers, each its own
+JVM), with a ``file://`` checkpoint URI, against the same job on ``local[2]`` and a brute-force
+count; the cluster's driver is killed (SIGKILL) mid-stream and started again."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.avro import AvroCodec
+from connectors.kafka import ensure_topics
+from tests.integration.test_hashtags_job import (
+    HOP_MS,
+    LATENESS_MS,
+    SIZE_MS,
+    TOP,
+    finals_of,
+    make_tweets,
+    oracle_finals,
+    produce,
+    watermark_after,
+)
+from tests.support.kafka import read_all
+from tests.support.spark_cluster import StandaloneCluster, cluster_env
+
+pytestmark = pytest.mark.integration
+
+
+def job_command(bootstrap: str, topics: dict[str, str], master: str, checkpoint: str) -> list[str]:
+    return [
+        sys.executable, "-m", "trending.cli", "run", "hashtags", "--available-now",
+        "--master", master, "--checkpoint", checkpoint, "--bootstrap-servers", bootstrap,
+        "--input-topic", topics["tweets"], "--output-topic", topics["trending"],
+        "--late-topic", topics["late"], "--dead-letter-topic", topics["dlq"],
+        "--size", f"{SIZE_MS}ms", "--hop", f"{HOP_MS}ms", "--lateness", f"{LATENESS_MS}ms",
+        "--top", str(TOP), "--max-offsets-per-trigger", "400", "--metrics-port", "0",
+    ]  # fmt: skip
+
+
+def run_to_end(command: list[str]) -> str:
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, env=cluster_env(), check=False
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result.stderr
+
+
+def kill_after_batches(command: list[str], batches: int) -> str:
+    """Start the job, SIGKILL its whole process group (Python driver and JVM) once it has
+    published ``batches`` micro-batches; return what it logged."""
+    process = subprocess.Popen(
+        command, stderr=subprocess.PIPE, text=True, env=cluster_env(), start_new_session=True
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    reached = threading.Event()
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            if re.search(rf"batch {batches - 1}: \d+ revisions", line):
+                reached.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert reached.wait(300), "the job did not reach the kill point:\n" + "".join(lines)[-4000:]
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(60)
+        reader.join(10)
+    return "".join(lines)
+
+
+def records(bootstrap: str, topic: str) -> list[dict[str, Any]]:
+    codec = AvroCodec("trending_topk")
+    return [codec.decode(r.value) for r in read_all(bootstrap, topic)]
+
+
+def test_standalone_cluster_equals_local_and_survives_a_killed_driver(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    tweets_topic = f"tweets-cluster-{tag}"
+    ensure_topics(kafka_bootstrap, [tweets_topic], partitions=4)
+    tweets = make_tweets(6_000, seed=11)
+    produce(kafka_bootstrap, tweets_topic, tweets)
+
+    def topics(run: str) -> dict[str, str]:
+        names = {n: f"{n}-{run}-{tag}" for n in ("trending", "late", "dlq")}
+        return {"tweets": tweets_topic, **names}
+
+    local, cluster = topics("local"), topics("cluster")
+    run_to_end(job_command(kafka_bootstrap, local, "local[2]", f"file://{tmp_path}/local"))
+    with StandaloneCluster(tmp_path / "spark-cluster", workers=2, memory="2g") as spark:
+        command = job_command(kafka_bootstrap, cluster, spark.master_url, f"file://{tmp_path}/c")
+        killed = kill_after_batches(command, batches=4)
+        assert "batch 3:" in killed
+        restarted = run_to_end(command)
+    assert re.search(r"hashtags job stopped: \d+ micro-batches", restarted)
+
+    expected = oracle_finals(tweets, watermark_after(tweets))
+    local_records = records(kafka_bootstrap, local["trending"])
+    cluster_records = records(kafka_bootstrap, cluster["trending"])
+    assert finals_of(local_records) == expected  # also: no window finalized twice
+    assert finals_of(cluster_records) == expected
+    revisions = Counter((r["window_start"], r["revision"]) for r in cluster_records)
+    assert max(revisions.values()) == 1, "a (window, revision) was published twice"

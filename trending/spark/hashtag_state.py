@@ -1,0 +1,227 @@
+"""The hashtags job's Spark plan: counts in Spark's state store on the executors, top-k candidates
+to the driver.
+
+One streaming plan per query, all of it in the JVM on the executors::
+
+    Kafka records ─ from_avro ─ hashtag_keys ─ explode          (stateless, per record)
+      ─ transformWithState keyed by hashtag (RocksDB):            (stateful, hash-partitioned by
+          pane counts per tag, window counts of changed tags       hashtag over the shuffle
+                                                                   partitions)
+    then per micro-batch, in ``foreachBatch``:
+      ─ row_number() over (window, count desc, tag asc) <= k     (executors: at most k rows per
+                                                                   window and task, then k)
+      ─ collect: <= k candidate rows per open window + late and dead records
+
+The driver sets the batch's parameters (:class:`BatchParams`: the watermark ``W`` and per window
+the k-th count of its last published top-k) as a session setting before it runs the batch;
+Spark hands ``spark.*`` settings to the batch's tasks, where the lateness test and the state
+processor read them (``jvm/udf/src/main/java/trending/state``). Record kinds:
+
+* ``COUNTED``: an on-time tweet, whose newest window ``[s, e)`` has ``e > W``: one row per distinct
+  hashtag key, keyed by the tag, into pane ``t - ((t - a) mod g)``; a tweet without hashtags gets
+  one row under a ``NO_TAG`` key, so it still counts toward the batch figures;
+* ``LATE``: every window of the tweet is final (``last_end(t) <= W``), with its bytes;
+* ``DEAD``: a record that does not decode, with its bytes and the reason.
+
+The batch figures (on-time tweets, newest on-time event time) reach the driver through Spark
+accumulators. Spark's own watermark (``withWatermark`` on the on-time event times, delay =
+lateness) equals ``W`` batch by batch and only drives the timers that purge closed panes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.avro.functions import to_avro
+
+from connectors.spark_kafka import decode_avro
+from trending.windows.sliding import SlidingWindows
+
+if TYPE_CHECKING:
+    from py4j.java_gateway import JavaObject
+
+COUNTED, LATE, DEAD = 0, 1, 2
+WATERMARK_FUNCTION = ("trending_batch_watermark", "trending.state.BatchWatermark")
+PARAMS_PREFIX = "spark.trending.batch."
+STATE_CLASS = "trending.state.HashtagState"
+SIDE_COLUMNS = ("kind", "partition", "offset", "key", "value", "reason")
+
+
+@dataclass(frozen=True)
+class BatchParams:
+    """What the executors need from the driver for one batch (see the module docstring)."""
+
+    watermark_ms: int | None
+    thresholds: Mapping[int, int]  # window start -> k-th count of its last published top-k
+
+    def text(self) -> str:
+        """The form ``trending.state.BatchParams`` parses: ``w=<ms>;t=<start>:<count>,...``."""
+        watermark = "" if self.watermark_ms is None else str(self.watermark_ms)
+        pairs = ",".join(f"{start}:{count}" for start, count in sorted(self.thresholds.items()))
+        return f"w={watermark};t={pairs}"
+
+
+def register_functions(spark: SparkSession) -> None:
+    """Register the JVM function the lateness test calls."""
+    from pyspark.sql.types import LongType
+
+    name, java_class = WATERMARK_FUNCTION
+    spark.udf.registerJavaFunction(name, java_class, LongType())
+
+
+def hashtag_records(
+    raw: DataFrame, schema_json: str, confluent: bool, windows: SlidingWindows, job: str,
+    lateness_ms: int,
+) -> DataFrame:  # fmt: skip
+    """Decoded streaming Kafka records with their kind (see the module docstring).
+
+    Columns: ``kind, event_ms, text, partition, offset, record_key, value, reason``. Spark's
+    watermark follows the event times of the on-time tweets, with delay = lateness.
+    """
+    decoded = decode_avro(raw, schema_json, confluent, fields=("text", "created_at"))
+    event_ms = F.unix_millis(F.col("record.created_at"))
+    watermark = F.call_function(WATERMARK_FUNCTION[0], F.lit(job))
+    kind = F.when(F.col("record").isNull(), F.lit(DEAD)).when(
+        _last_end(event_ms, windows) <= watermark, F.lit(LATE)
+    )
+    records = decoded.select(
+        F.coalesce(kind, F.lit(COUNTED)).alias("kind"),
+        event_ms.alias("event_ms"),
+        F.col("record.text").alias("text"),
+        F.col("record.created_at").alias("created_at"),
+        "partition",
+        "offset",
+        F.col("key").alias("record_key"),
+        "value",
+        "reason",
+    )
+    on_time = F.when(F.col("kind") == COUNTED, F.col("created_at"))
+    return records.withColumn("on_time_at", on_time).withWatermark(
+        "on_time_at", f"{lateness_ms} milliseconds"
+    )
+
+
+def _last_end(event_ms: Column, windows: SlidingWindows) -> Column:
+    """``last_end(t) = t - ((t - a) mod hop) + size``."""
+    shifted = event_ms - F.lit(windows.align_ms)
+    return event_ms - F.pmod(shifted, F.lit(windows.hop_ms)) + F.lit(windows.size_ms)
+
+
+class HashtagState:
+    """The stateful step (``trending.state.HashtagState`` in the JVM) and its batch figures."""
+
+    def __init__(self, spark: SparkSession, windows: SlidingWindows, job: str) -> None:
+        jvm: Any = spark.sparkContext._jvm
+        self.job = job
+        self._java: JavaObject = getattr(jvm, STATE_CLASS)(
+            windows.size_ms, windows.hop_ms, windows.align_ms, job
+        )
+
+    def apply(self, records: DataFrame) -> DataFrame:
+        """Window-count rows and passed-through late/dead rows of streaming ``records``."""
+        return DataFrame(self._java.apply(records._jdf), records.sparkSession)
+
+    def warm(self, records: DataFrame) -> None:
+        """Run the map-side half on batch ``records`` into a no-op sink (JIT before batch 0)."""
+        self._java.warm(records._jdf)
+
+    def prepare(self, batch: DataFrame, params: BatchParams) -> None:
+        """Set ``params`` for the tasks of the next job run on ``batch``; clear the figures."""
+        batch.sparkSession.conf.set(PARAMS_PREFIX + self.job, params.text())
+        self._java.resetFigures()
+
+    def figures(self) -> tuple[int, int | None]:
+        """On-time tweets and newest on-time event time of the batch just run."""
+        newest = int(self._java.newestEventMs())
+        return int(self._java.tweetCount()), None if newest == -(2**63) else newest
+
+
+def top_candidates(batch: DataFrame, k: int) -> DataFrame:
+    """Per window the ``k`` best changed counts (count desc, tag asc), and every side row.
+
+    ``row_number() <= k`` lets Spark keep ``k`` rows per window in each task before the shuffle;
+    side rows are their own groups (partition, offset), so each is kept.
+    """
+    group = Window.partitionBy("kind", "window_start", "partition", "offset").orderBy(
+        F.col("count").desc(), F.col("tag").asc()
+    )
+    return batch.withColumn("rank", F.row_number().over(group)).where(F.col("rank") <= k)
+
+
+def candidate_rows(table: Any) -> tuple[list[tuple[int, str, int]], list[tuple[Any, ...]]]:
+    """``(window_start, tag, count)`` rows and ``(kind, partition, offset, key, value, reason)``
+    side rows of a collected :func:`top_candidates` table."""
+    columns = {name: table.column(name).to_pylist() for name in table.column_names}
+    counted: list[tuple[int, str, int]] = []
+    side: list[tuple[Any, ...]] = []
+    for i, kind in enumerate(columns["kind"]):
+        if kind == COUNTED:
+            counted.append((columns["window_start"][i], columns["tag"][i], columns["count"][i]))
+        else:
+            side.append(tuple(columns[c][i] for c in SIDE_COLUMNS))
+    return counted, side
+
+
+def warm_up(
+    spark: SparkSession,
+    state: HashtagState,
+    schema_json: str,
+    confluent: bool,
+    config: Any,
+    kafka_options: Mapping[str, str] | None = None,
+) -> None:
+    """Run the map-side half on synthetic tweets made in the JVM, and on a slice of the input
+    topic, before the query starts (``config``: ``windows``, ``lateness_ms``, ``warm_up_rows``).
+
+    The first job of a JVM pays for class loading, code generation and JIT compilation of the
+    Kafka reader, the decoder and the hashtag function; paying it at start-up keeps it out of
+    the first batch. Nothing is written.
+    """
+    rows = config.warm_up_rows
+    batches = [_synthetic_batch(spark, schema_json, confluent, rows)]
+    if kafka_options:
+        batch_options = {k: v for k, v in kafka_options.items() if k not in _STREAM_ONLY}
+        batch_options["startingOffsets"] = "earliest"  # "latest" is not allowed in batch reads
+        batches.append(spark.read.format("kafka").options(**batch_options).load().limit(rows // 10))
+    for raw in batches:
+        records = hashtag_records(
+            raw, schema_json, confluent, config.windows, state.job, config.lateness_ms
+        )
+        state.warm(records)
+
+
+_STREAM_ONLY = {"maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"}
+
+
+def _synthetic_batch(
+    spark: SparkSession, schema_json: str, confluent: bool, rows: int
+) -> DataFrame:
+    """``rows`` Kafka-shaped records of Avro tweets with a few hashtags and a URL each."""
+    i = F.col("id")
+    text = F.concat(
+        F.lit("warming up #Tag"), (i % 97).cast("string"), F.lit(" #tag"), (i % 89).cast("string"),
+        F.lit(" #Café"), (i % 7).cast("string"), F.lit(" see http://example.com/#frag"),
+    )  # fmt: skip
+    tweet = F.struct(
+        i.alias("id"),
+        F.lit("warm-up").alias("user"),
+        text.alias("text"),
+        F.timestamp_millis(i * 1_000).alias("created_at"),
+        F.lit(None).cast("string").alias("lang"),
+    )
+    value = to_avro(tweet, schema_json)
+    if confluent:
+        value = F.concat(F.lit(b"\x00\x00\x00\x00\x01"), value)
+    return spark.range(rows).select(
+        F.lit(None).cast("binary").alias("key"),
+        value.alias("value"),
+        F.lit("warm-up").alias("topic"),
+        (i % 4).cast("int").alias("partition"),
+        i.alias("offset"),
+        F.timestamp_millis(i).alias("timestamp"),
+        F.lit(0).alias("timestampType"),
+    )
