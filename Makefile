@@ -9,7 +9,7 @@ UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/buil
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all env jars test test-unit lint demo bench-trending bench-windows bench-hashtags broker clean check-tools
+.PHONY: all env jars test test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale broker clean check-tools
 
 all: env jars
 
@@ -55,6 +55,9 @@ broker: env jars
 
 bench-trending: env jars
 	$(BIN)/python bench/trending_bench.py
+
+bench-scale: env jars
+	$(BIN)/python bench/scale_bench.py
 
 bench-windows: env jars
 	$(BIN)/python bench/windows_bench.py

@@ -1,10 +1,13 @@
-"""Peak resident memory of a process tree (the command and every child), sampled from /proc."""
+"""Bench harness: peak resident memory of a process tree (sampled from /proc), and the broker."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -54,3 +57,22 @@ def run_measured(command: list[str], env: dict[str, str] | None = None) -> tuple
     if process.returncode != 0:
         raise RuntimeError(f"{command[:3]} exited {process.returncode}:\n{text[-3000:]}")
     return seconds, peak, text
+
+
+@contextmanager
+def bench_broker(data_dir: Path) -> Iterator[str]:
+    """``$KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker keeping its data in
+    ``data_dir`` (reused across runs, so generated topics are made once)."""
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if bootstrap:
+        yield bootstrap
+        return
+    from connectors.broker import LocalBroker, free_port
+
+    broker = LocalBroker(free_port(), data_dir)
+    broker.start()
+    try:
+        broker.wait_ready(90)
+        yield broker.bootstrap
+    finally:
+        broker.stop()

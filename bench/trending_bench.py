@@ -21,8 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.procmem import run_measured
-from connectors.broker import LocalBroker, free_port
+from bench.procmem import bench_broker, run_measured
 from connectors.kafka import admin, ensure_topics
 from trending.generate import generate_tweets, produce_tweets
 
@@ -156,14 +155,7 @@ def main() -> int:
     parser.add_argument("--skip", nargs="*", default=[], choices=["plain", "builtin", "extractor"])
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", PY)
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    broker = None
-    if not bootstrap:
-        broker = LocalBroker(free_port(), ROOT / "build" / "bench" / "broker")
-        broker.start()
-        broker.wait_ready(90)
-        bootstrap = broker.bootstrap
-    try:
+    with bench_broker(ROOT / "build" / "bench" / "broker") as bootstrap:
         topic = ensure_data(bootstrap, args.count)
         with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
             work = Path(tmp)
@@ -183,9 +175,6 @@ def main() -> int:
                 print("\nhashtag step alone (decode + extract, noop sink, warm JVM):")
                 for name, rate in run_extractors(bootstrap, topic).items():
                     print(f"  {name:<20}{rate:>12,.0f} tweets/s")
-    finally:
-        if broker is not None:
-            broker.stop()
     return 0
 
 

@@ -1,0 +1,159 @@
+"""`make bench-scale`: the hashtags job with its counts in Spark's state store, batch by batch.
+
+1M tweets (``--count``) in batches of 100,000 (``--max-offsets-per-trigger``), 5m/1m windows,
+top 10, on two data sets made once: Zipf 1.1 over 50k hashtags, and Zipf 0.6 over 3M hashtags
+(a flat, long tail). Runs, each in its own process (its own JVM): both data sets on
+``local[2]``, and the flat one on ``local[1]``. Prints per run the tweets/s from the first batch
+to the last commit, median per-batch phase times (``spark``: the executors' work, collected;
+``windows`` + ``snapshot``: the driver's merge and state; ``publish``: the Kafka transaction),
+the driver's share of batch time, the driver's committed state (bytes) and Spark's state
+(rows, bytes), then the ratios the targets are stated in. Uses ``KAFKA_BOOTSTRAP_SERVERS`` when
+set, else a local broker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.procmem import bench_broker, run_measured
+from bench.trending_bench import topic_size
+from connectors.kafka import admin
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = {"zipf 1.1 / 50k": (1.1, 50_000), "zipf 0.6 / 3M": (0.6, 3_000_000)}
+RUNS = (
+    ("zipf 1.1 / 50k", "local[2]"),
+    ("zipf 0.6 / 3M", "local[2]"),
+    ("zipf 0.6 / 3M", "local[1]"),
+)
+
+
+def ensure_data(bootstrap: str, name: str, count: int) -> str:
+    from trending.generate import generate_tweets, produce_tweets
+
+    zipf_s, vocabulary = DATA[name]
+    topic = f"bench-scale-z{zipf_s}-v{vocabulary}-{count}".replace(".", "_")
+    if topic_size(bootstrap, topic) == count:
+        print(f"data: reusing {count:,} tweets in {topic}", flush=True)
+        return topic
+    if topic_size(bootstrap, topic):
+        admin(bootstrap).delete_topics([topic])[topic].result()
+        time.sleep(2)
+    started = time.monotonic()
+    tweets = generate_tweets(
+        seed=42, count=count, start_ms=1_700_000_000_000, events_per_second=1000.0,
+        vocabulary=vocabulary, zipf_s=zipf_s,
+    )  # fmt: skip
+    produce_tweets(bootstrap, topic, tweets, partitions=4)
+    print(f"data: {count:,} tweets ({name}) to {topic} in {time.monotonic() - started:.0f}s")
+    return topic
+
+
+def run_one(bootstrap: str, topic: str, master: str, batch: int) -> dict[str, Any]:
+    """One job run in this process; its figures as a dict."""
+    from trending.jobs.hashtags import HashtagJobConfig, start_query
+    from trending.spark.session import build_session
+
+    cores = int(master.removeprefix("local[").removesuffix("]"))
+    spark = build_session("bench-scale", master, shuffle_partitions=cores)
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as work:
+        out = f"bench-scale-out-{os.getpid()}"
+        config = HashtagJobConfig(
+            bootstrap=bootstrap, checkpoint=f"{work}/checkpoint", input_topic=topic,
+            output_topic=out, late_topic=out + "-late", dead_letter_topic=out + "-dlq",
+            available_now=True, max_offsets_per_trigger=batch,
+        )  # fmt: skip
+        query, processor = start_query(spark, config)
+        try:
+            query.awaitTermination()
+        finally:
+            processor.close()
+        operators = [op for p in query.recentProgress for op in p.stateOperators]
+    done = [s for s in processor.history if not s.skipped]
+    seconds = done[-1].started_at + done[-1].seconds - done[0].started_at
+    return {
+        "tweets": sum(s.tweets for s in done),
+        "seconds": seconds,
+        "batches": [
+            {"seconds": s.seconds, "phases": s.phases, "state_bytes": s.state_bytes} for s in done
+        ],
+        "spark_state_rows": [op.numRowsTotal for op in operators],
+        "spark_state_bytes": [op.memoryUsedBytes for op in operators],
+    }
+
+
+def median_of(batches: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(b["phases"].get(key, 0.0) for b in batches)
+
+
+def report(results: dict[tuple[str, str], dict[str, Any]]) -> None:
+    header = ("tweets/s", "batch s", "spark s", "driver s", "publish s", "driver %",
+              "driver state", "spark rows", "spark MB", "peak MB")  # fmt: skip
+    print(f"\n{'run (median batch)':<28}" + "".join(f"{h:>13}" for h in header))
+    for (name, master), r in results.items():
+        batches = r["batches"][1:] or r["batches"]  # the first batch also loads the state store
+        batch_s = statistics.median(b["seconds"] for b in batches)
+        driver = median_of(batches, "windows") + median_of(batches, "snapshot")
+        cells = (
+            f"{r['tweets'] / r['seconds']:,.0f}",
+            f"{batch_s:.2f}",
+            f"{median_of(batches, 'spark'):.2f}",
+            f"{driver:.3f}",
+            f"{median_of(batches, 'publish'):.3f}",
+            f"{100 * driver / batch_s:.1f}",
+            f"{max(b['state_bytes'] or 0 for b in r['batches']):,} B",
+            f"{max(r['spark_state_rows'], default=0):,}",
+            f"{max(r['spark_state_bytes'], default=0) / 2**20:,.0f}",
+            f"{r['peak'] / 2**20:,.0f}",
+        )
+        print(f"{name + ' ' + master:<28}" + "".join(f"{c:>13}" for c in cells))
+    rate = {key: r["tweets"] / r["seconds"] for key, r in results.items()}
+    flat2, zipf2, flat1 = (rate.get(run) for run in RUNS)
+    print()
+    if flat2 and zipf2:
+        print(f"flat vs zipf-50k rate (local[2]): {flat2 / zipf2:.2f}x   (target >= 0.8x)")
+    if flat2 and flat1:
+        print(f"local[2] vs local[1] (flat):      {flat2 / flat1:.2f}x   (target >= 1.6x)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--count", type=int, default=1_000_000)
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=100_000)
+    parser.add_argument(
+        "--one", nargs=3, metavar=("BOOTSTRAP", "TOPIC", "MASTER"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if args.one:
+        figures = run_one(*args.one, batch=args.max_offsets_per_trigger)
+        print("RESULT " + json.dumps(figures), flush=True)
+        return 0
+    with bench_broker(ROOT / "build" / "bench" / "broker") as bootstrap:
+        topics = {name: ensure_data(bootstrap, name, args.count) for name in DATA}
+        results = {}
+        for name, master in RUNS:
+            command = [sys.executable, __file__, "--one", bootstrap, topics[name], master,
+                       "--max-offsets-per-trigger", str(args.max_offsets_per_trigger)]  # fmt: skip
+            wall, peak, text = run_measured(command)
+            line = next((x for x in text.splitlines() if x.startswith("RESULT ")), None)
+            if line is None:
+                raise RuntimeError(f"no result from {name} on {master}:\n{text[-3000:]}")
+            results[(name, master)] = json.loads(line[7:]) | {"wall": wall, "peak": peak}
+            print(f"ran {name} on {master} in {wall:.0f}s", flush=True)
+        report(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
