@@ -7,13 +7,23 @@ top 10, on two data sets made once: Zipf 1.1 over 50k hashtags, and Zipf 0.6 ove
 to the last commit, median per-batch phase times (``spark``: the executors' work, collected;
 ``windows`` + ``snapshot``: the driver's merge and state; ``publish``: the Kafka transaction),
 the driver's share of batch time, the driver's committed state (bytes) and Spark's state
-(rows, bytes), then the ratios the targets are stated in. Uses ``KAFKA_BOOTSTRAP_SERVERS`` when
-set, else a local broker.
+(rows, bytes), then the ratios the targets are stated in.
+
+Then a steady run per rate in ``--rates`` (flat data, ``local[2]``, the 1 s trigger): tweets made
+live (``created_at`` = the time they are sent, no jitter) at that rate for ``--seconds`` into a
+new topic while the job runs. Printed: the rate the job processed, Kafka lag at the end (records
+the source is behind the topic's end, from Spark's progress) and the event-to-result latency of
+the records: a batch's records were sent between the previous batch's newest event and its own,
+and are visible once its transaction commits, so each record's latency lies in
+``[commit - newest(batch), commit - newest(previous batch)]``; percentiles are taken over records,
+spread evenly in that range. A rate is held when the lag at the end is under two triggers' worth.
+Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -92,6 +102,100 @@ def run_one(bootstrap: str, topic: str, master: str, batch: int) -> dict[str, An
     }
 
 
+def run_steady(bootstrap: str, rate: float, seconds: float) -> dict[str, Any]:
+    """One steady run in this process: live tweets at ``rate`` while the job runs."""
+    import threading
+
+    from trending.generate import generate_tweets, produce_tweets
+    from trending.jobs.hashtags import HashtagJobConfig, start_query
+    from trending.spark.session import build_session
+
+    zipf_s, vocabulary = DATA["zipf 0.6 / 3M"]
+    spark = build_session("bench-scale-steady", "local[2]", shuffle_partitions=2)
+    topic = f"bench-steady-{os.getpid()}"
+    count = int(rate * seconds)
+    with tempfile.TemporaryDirectory(prefix="bench-steady-") as work:
+        config = HashtagJobConfig(
+            bootstrap=bootstrap, checkpoint=f"{work}/checkpoint", input_topic=topic,
+            output_topic=topic + "-out", late_topic=topic + "-late",
+            dead_letter_topic=topic + "-dlq", trigger_ms=1_000,
+        )  # fmt: skip
+        query, processor = start_query(spark, config)
+        started_ms = int(time.time() * 1000)
+        tweets = generate_tweets(
+            seed=5, count=count, start_ms=started_ms, events_per_second=rate, jitter_ms=0,
+            vocabulary=vocabulary, zipf_s=zipf_s,
+        )  # fmt: skip
+        sender = threading.Thread(target=produce_tweets, args=(bootstrap, topic, tweets),
+                                  kwargs={"rate": rate}, daemon=True)  # fmt: skip
+        sender.start()
+        sender.join(seconds * 3)
+        sent_s = time.time() - started_ms / 1000
+        time.sleep(3)  # the batches in flight
+        query.stop()
+        processor.close()
+        lags = [
+            int((source.metrics or {}).get("maxOffsetsBehindLatest", 0))
+            for progress in query.recentProgress
+            for source in progress.sources
+        ]
+    done = [s for s in processor.history if not s.skipped and s.newest_event_ms is not None]
+    return {
+        "rate": rate,
+        "sent_seconds": sent_s,
+        "tweets": sum(s.tweets for s in done),
+        "batches": [
+            {"end": s.started_at + s.seconds, "newest_ms": s.newest_event_ms, "tweets": s.tweets}
+            for s in done
+        ],
+        "lag_end": lags[-1] if lags else None,
+        "lag_max": max(lags, default=None),
+    }
+
+
+def latency_percentiles(batches: list[dict[str, Any]]) -> tuple[float, float]:
+    """p50 and p99 event-to-result seconds over records (see the module docstring)."""
+    samples: list[float] = []
+    for previous, batch in itertools.pairwise(batches):
+        newest, oldest = (
+            batch["end"] - batch["newest_ms"] / 1000,
+            batch["end"] - previous["newest_ms"] / 1000,
+        )
+        n = max(1, min(batch["tweets"], 1_000))
+        samples += [newest + (oldest - newest) * (i + 0.5) / n for i in range(n)]
+    if not samples:
+        return float("nan"), float("nan")
+    samples.sort()
+    return samples[len(samples) // 2], samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+
+
+def report_steady(runs: list[dict[str, Any]]) -> None:
+    header = ("sent/s", "processed/s", "lag end", "lag max", "p50 s", "p99 s", "held")
+    print(
+        f"\n{'steady run (flat, local[2], 1s trigger)':<40}" + "".join(f"{h:>12}" for h in header)
+    )
+    for run in runs:
+        p50, p99 = latency_percentiles(run["batches"])
+        held = run["lag_end"] is not None and run["lag_end"] < 2 * run["rate"]
+        cells = (
+            f"{run['rate']:,.0f}",
+            f"{run['tweets'] / run['sent_seconds']:,.0f}",
+            f"{run['lag_end']:,}" if run["lag_end"] is not None else "-",
+            f"{run['lag_max']:,}" if run["lag_max"] is not None else "-",
+            f"{p50:.2f}",
+            f"{p99:.2f}",
+            "yes" if held else "no",
+        )
+        print(
+            f"{'rate ' + format(run['rate'], ',.0f') + '/s':<40}"
+            + "".join(f"{c:>12}" for c in cells)
+        )
+    held_rates = [
+        r["rate"] for r in runs if r["lag_end"] is not None and r["lag_end"] < 2 * r["rate"]
+    ]
+    print(f"highest rate held: {max(held_rates):,.0f} tweets/s" if held_rates else "no rate held")
+
+
 def median_of(batches: list[dict[str, Any]], key: str) -> float:
     return statistics.median(b["phases"].get(key, 0.0) for b in batches)
 
@@ -126,6 +230,15 @@ def report(results: dict[tuple[str, str], dict[str, Any]]) -> None:
         print(f"local[2] vs local[1] (flat):      {flat2 / flat1:.2f}x   (target >= 1.6x)")
 
 
+def result_of(text: str, what: str) -> dict[str, Any]:
+    """The ``RESULT {json}`` line a child run printed."""
+    line = next((x for x in text.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        raise RuntimeError(f"no result from {what}:\n{text[-3000:]}")
+    figures: dict[str, Any] = json.loads(line[len("RESULT ") :])
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=1_000_000)
@@ -135,23 +248,36 @@ def main() -> int:
     )
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if args.steady_one:
+        figures = run_steady(args.steady_one[0], float(args.steady_one[1]), args.seconds)
+        print("RESULT " + json.dumps(figures), flush=True)
+        return 0
     if args.one:
         figures = run_one(*args.one, batch=args.max_offsets_per_trigger)
         print("RESULT " + json.dumps(figures), flush=True)
         return 0
     with bench_broker(ROOT / "build" / "bench" / "broker") as bootstrap:
-        topics = {name: ensure_data(bootstrap, name, args.count) for name in DATA}
         results = {}
-        for name, master in RUNS:
+        topics = {} if args.skip_batch else {n: ensure_data(bootstrap, n, args.count) for n in DATA}
+        for name, master in RUNS if topics else ():
             command = [sys.executable, __file__, "--one", bootstrap, topics[name], master,
                        "--max-offsets-per-trigger", str(args.max_offsets_per_trigger)]  # fmt: skip
             wall, peak, text = run_measured(command)
-            line = next((x for x in text.splitlines() if x.startswith("RESULT ")), None)
-            if line is None:
-                raise RuntimeError(f"no result from {name} on {master}:\n{text[-3000:]}")
-            results[(name, master)] = json.loads(line[7:]) | {"wall": wall, "peak": peak}
+            results[(name, master)] = result_of(text, f"{name} on {master}") | {
+                "wall": wall,
+                "peak": peak,
+            }
             print(f"ran {name} on {master} in {wall:.0f}s", flush=True)
-        report(results)
+        if results:
+            report(results)
+        steady = []
+        for rate in (float(r) for r in args.rates.split(",") if r):
+            command = [sys.executable, __file__, "--steady-one", bootstrap, str(rate),
+                       "--seconds", str(args.seconds)]  # fmt: skip
+            _, _, text = run_measured(command)
+            steady.append(result_of(text, f"steady {rate:,.0f}/s"))
+        if steady:
+            report_steady(steady)
     return 0
 
 

@@ -105,6 +105,7 @@ class BatchStats:
     finals: int = 0
     seconds: float = 0.0
     watermark_ms: int | None = None
+    newest_event_ms: int | None = None  # newest on-time event time of the batch
     skipped: bool = False
     started_at: float = 0.0  # wall clock, seconds
     state_bytes: int | None = None  # serialized size of the window state after the batch
@@ -172,6 +173,7 @@ class HashtagBatchProcessor:
         clock = time.monotonic()
         candidates, side = candidate_rows(table)
         on_time, newest = self.state.figures()
+        stats.newest_event_ms = newest
         updates = merger.apply_batch(candidates, newest)
         stats.phases["windows"] = time.monotonic() - clock
         clock = time.monotonic()
