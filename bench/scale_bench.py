@@ -9,14 +9,16 @@ to the last commit, median per-batch phase times (``spark``: the executors' work
 the driver's share of batch time, the driver's committed state (bytes) and Spark's state
 (rows, bytes), then the ratios the targets are stated in.
 
-Then a steady run per rate in ``--rates`` (flat data, ``local[2]``, the 1 s trigger): tweets made
-live (``created_at`` = the time they are sent, no jitter) at that rate for ``--seconds`` into a
-new topic while the job runs. Printed: the rate the job processed, Kafka lag at the end (records
-the source is behind the topic's end, from Spark's progress) and the event-to-result latency of
-the records: a batch's records were sent between the previous batch's newest event and its own,
-and are visible once its transaction commits, so each record's latency lies in
-``[commit - newest(batch), commit - newest(previous batch)]``; percentiles are taken over records,
-spread evenly in that range. A rate is held when the lag at the end is under two triggers' worth.
+Then a steady run per rate in ``--rates`` (flat data, ``local[2]``, the 1 s trigger): tweets
+made live (``created_at`` = the time they are sent, no jitter) at that rate for ``--seconds``
+into a new topic while the job runs, which then gets up to 30 s to finish what was sent.
+Printed: the rate the job processed, Kafka lag at the end (records the source is behind the
+topic's end, from Spark's progress) and the event-to-result latency of the records: a batch's
+records were sent between the previous batch's newest event and its own, and are visible once
+its transaction commits, so each record's latency lies in
+``[commit - newest(batch), commit - newest(previous batch)]``; percentiles are over records,
+spread evenly in that range. A rate is held when every record sent was processed and the lag at
+the end is under two triggers' worth.
 Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
 """
 
@@ -120,6 +122,7 @@ def run_steady(bootstrap: str, rate: float, seconds: float) -> dict[str, Any]:
             output_topic=topic + "-out", late_topic=topic + "-late",
             dead_letter_topic=topic + "-dlq", trigger_ms=1_000,
         )  # fmt: skip
+        generate_tweets(seed=5, count=1, vocabulary=vocabulary, zipf_s=zipf_s)  # build assets
         query, processor = start_query(spark, config)
         started_ms = int(time.time() * 1000)
         tweets = generate_tweets(
@@ -131,7 +134,9 @@ def run_steady(bootstrap: str, rate: float, seconds: float) -> dict[str, Any]:
         sender.start()
         sender.join(seconds * 3)
         sent_s = time.time() - started_ms / 1000
-        time.sleep(3)  # the batches in flight
+        deadline = time.monotonic() + 30  # the batches in flight
+        while sum(b.tweets for b in processor.history) < count and time.monotonic() < deadline:
+            time.sleep(0.5)
         query.stop()
         processor.close()
         lags = [
@@ -142,6 +147,7 @@ def run_steady(bootstrap: str, rate: float, seconds: float) -> dict[str, Any]:
     done = [s for s in processor.history if not s.skipped and s.newest_event_ms is not None]
     return {
         "rate": rate,
+        "sent": count,
         "sent_seconds": sent_s,
         "tweets": sum(s.tweets for s in done),
         "batches": [
@@ -169,6 +175,12 @@ def latency_percentiles(batches: list[dict[str, Any]]) -> tuple[float, float]:
     return samples[len(samples) // 2], samples[min(len(samples) - 1, int(len(samples) * 0.99))]
 
 
+def is_held(run: dict[str, Any]) -> bool:
+    """Every record sent was processed, and the lag at the end is under two triggers' worth."""
+    lag = run["lag_end"]
+    return run["tweets"] >= run["sent"] and lag is not None and lag < 2 * run["rate"]
+
+
 def report_steady(runs: list[dict[str, Any]]) -> None:
     header = ("sent/s", "processed/s", "lag end", "lag max", "p50 s", "p99 s", "held")
     print(
@@ -176,10 +188,10 @@ def report_steady(runs: list[dict[str, Any]]) -> None:
     )
     for run in runs:
         p50, p99 = latency_percentiles(run["batches"])
-        held = run["lag_end"] is not None and run["lag_end"] < 2 * run["rate"]
+        held = is_held(run)
         cells = (
             f"{run['rate']:,.0f}",
-            f"{run['tweets'] / run['sent_seconds']:,.0f}",
+            f"{min(run['tweets'], run['sent']) / run['sent_seconds']:,.0f}",
             f"{run['lag_end']:,}" if run["lag_end"] is not None else "-",
             f"{run['lag_max']:,}" if run["lag_max"] is not None else "-",
             f"{p50:.2f}",
@@ -190,9 +202,7 @@ def report_steady(runs: list[dict[str, Any]]) -> None:
             f"{'rate ' + format(run['rate'], ',.0f') + '/s':<40}"
             + "".join(f"{c:>12}" for c in cells)
         )
-    held_rates = [
-        r["rate"] for r in runs if r["lag_end"] is not None and r["lag_end"] < 2 * r["rate"]
-    ]
+    held_rates = [r["rate"] for r in runs if is_held(r)]
     print(f"highest rate held: {max(held_rates):,.0f} tweets/s" if held_rates else "no rate held")
 
 
@@ -243,6 +253,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--max-offsets-per-trigger", type=int, default=100_000)
+    parser.add_argument("--rates", default="20000,40000,60000", help="steady rates, tweets/s")
+    parser.add_argument("--seconds", type=float, default=60.0, help="length of a steady run")
+    parser.add_argument("--skip-batch", action="store_true", help="only the steady runs")
+    parser.add_argument(
+        "--steady-one", nargs=2, metavar=("BOOTSTRAP", "RATE"), help=argparse.SUPPRESS
+    )
     parser.add_argument(
         "--one", nargs=3, metavar=("BOOTSTRAP", "TOPIC", "MASTER"), help=argparse.SUPPRESS
     )
