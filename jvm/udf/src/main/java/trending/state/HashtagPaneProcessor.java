@@ -95,8 +95,9 @@ public final class HashtagPaneProcessor extends StatefulProcessor<String, Row, R
   @Override
   public Iterator<Row> handleExpiredTimer(
       String key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
-    if (panes.exists()) {
-      PaneCounts counts = PaneCounts.decode(panes.get(), geometry.paneMs);
+    byte[] stored = panes.get(); // null when absent: one state read, not two
+    if (stored != null) {
+      PaneCounts counts = PaneCounts.decode(stored, geometry.paneMs);
       dropClosed(counts, timerValues.getCurrentWatermarkInMs());
       if (counts.isEmpty()) {
         panes.clear();
@@ -109,9 +110,10 @@ public final class HashtagPaneProcessor extends StatefulProcessor<String, Row, R
   }
 
   private List<Row> countHashtag(String tag, Iterator<Row> rows) {
+    byte[] stored = panes.get(); // null when absent: one state read, not two
     PaneCounts counts =
-        panes.exists()
-            ? PaneCounts.decode(panes.get(), geometry.paneMs)
+        stored != null
+            ? PaneCounts.decode(stored, geometry.paneMs)
             : new PaneCounts((int) Math.min(64, geometry.sizeMs / geometry.paneMs + 2));
     Long timerBefore = counts.isEmpty() ? null : geometry.lastEnd(counts.oldest());
     TreeSet<Long> changed = new TreeSet<>();
