@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
+STATE_LAYOUT = "hashtag-buckets-1"  # jvm/udf/.../trending/state/BucketState.java
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 STATE_STORE_CONF = {
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
@@ -84,9 +85,10 @@ class HashtagJobConfig:
     def windows(self) -> SlidingWindows:
         return SlidingWindows(self.size_ms, self.hop_ms, self.align_ms)
 
-    def state_settings(self) -> dict[str, int]:
+    def state_settings(self) -> dict[str, int | str]:
         """The settings the job's state depends on: a checkpoint keeps them for its lifetime."""
         return {
+            "state_layout": STATE_LAYOUT,
             "size_ms": self.size_ms,
             "hop_ms": self.hop_ms,
             "align_ms": self.align_ms,

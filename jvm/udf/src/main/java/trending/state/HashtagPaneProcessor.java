@@ -1,7 +1,9 @@
 package trending.state;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.TreeSet;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -9,7 +11,6 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.ExpiredTimerInfo;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessor;
-import org.apache.spark.sql.streaming.StatefulProcessorHandle;
 import org.apache.spark.sql.streaming.TTLConfig;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.streaming.TimerValues;
@@ -22,10 +23,13 @@ import scala.jdk.javaapi.CollectionConverters;
  * Per hashtag, the counts of its open panes in Spark's state store; per micro-batch, the new
  * count of every open window a changed pane belongs to, if it can enter the window's top-k.
  *
- * <p>Input: the rows of {@link PaneCombiner}, grouped by key: a hashtag key; {@link #SIDE} +
- * record position for a late or undecodable record, passed through unchanged; {@link #NO_TAG} +
- * task for on-time tweets without hashtags, which only count toward the batch figures. For a
- * hashtag with rows {@code (pane, n)} in a batch under watermark {@code W} ({@link BatchParams}):
+ * <p>Input: the rows of {@link PaneCombiner}, grouped by key. A key {@code >= 0} is a bucket,
+ * {@code floorMod(tag.hashCode(), BUCKETS)}: its state row holds the pane counts of all its tags
+ * ({@link BucketState}), so the store sees one read and one write per bucket and batch, not per
+ * hashtag, and one timer per bucket. Negative keys carry late and undecodable records, passed
+ * through unchanged, and on-time tweets without hashtags, which only count toward the batch
+ * figures. For a hashtag with rows {@code (pane, n)} in a batch under watermark {@code W}
+ * ({@link BatchParams}):
  *
  * <ul>
  *   <li>each row adds {@code n} to its pane's count (a tweet counts once per distinct hashtag);
@@ -33,33 +37,32 @@ import scala.jdk.javaapi.CollectionConverters;
  *       the window count {@code c = sum of the panes in [s, s + size)} is emitted as
  *       {@code (COUNTED, s, tag, c)} when {@code c >= threshold(s)}: counts only grow, so a tag
  *       below the k-th count of the window's last published top-k stays out of it;
- *   <li>an event-time timer at {@code lastEnd(oldest pane)} (the end of the newest window holding
- *       it) drops the panes no open window holds once Spark's watermark reaches it, and the whole
- *       row when none is left.
+ *   <li>panes no open window holds ({@code lastEnd(pane) <= W}) are dropped whenever the bucket
+ *       is read, and an event-time timer at the newest pane's {@code lastEnd} empties an idle
+ *       bucket (re-armed at the then newest when it fires on a bucket still in use).
  * </ul>
  */
-public final class HashtagPaneProcessor extends StatefulProcessor<String, Row, Row> {
+public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, Row> {
   private static final long serialVersionUID = 1L;
-  public static final char SIDE = '\u0000';
-  public static final char NO_TAG = '\u0001';
+  public static final int BUCKETS = 1 << 16;
   static final int COUNTED = 0;
-  static final int KEY = 0;
   static final int KIND = 1;
-  static final int PANE = 2;
-  static final int COUNT = 3;
-  static final int TWEETS = 4;
-  static final int MAX_EVENT_MS = 5;
-  static final int PARTITION = 6;
-  static final int OFFSET = 7;
-  static final int RECORD_KEY = 8;
-  static final int VALUE = 9;
-  static final int REASON = 10;
+  static final int TAG = 2;
+  static final int PANE = 3;
+  static final int COUNT = 4;
+  static final int TWEETS = 5;
+  static final int MAX_EVENT_MS = 6;
+  static final int PARTITION = 7;
+  static final int OFFSET = 8;
+  static final int RECORD_KEY = 9;
+  static final int VALUE = 10;
+  static final int REASON = 11;
 
   private final SlidingGeometry geometry;
   private final String job;
   private final LongAccumulator tweets;
   private final MaxAccumulator maxEventMs;
-  private transient ValueState<byte[]> panes;
+  private transient ValueState<byte[]> buckets;
 
   public HashtagPaneProcessor(
       SlidingGeometry geometry, String job, LongAccumulator tweets, MaxAccumulator maxEventMs) {
@@ -69,93 +72,102 @@ public final class HashtagPaneProcessor extends StatefulProcessor<String, Row, R
     this.maxEventMs = maxEventMs;
   }
 
-  @Override
-  public void init(OutputMode outputMode, TimeMode timeMode) {
-    StatefulProcessorHandle handle = getHandle();
-    panes = handle.getValueState("panes", Encoders.BINARY(), TTLConfig.NONE());
+  /** The bucket of a hashtag key. */
+  public static int bucketOf(String tag) {
+    return Math.floorMod(tag.hashCode(), BUCKETS);
   }
 
   @Override
-  public Iterator<Row> handleInputRows(String key, Iterator<Row> rows, TimerValues timerValues) {
-    char first = key.isEmpty() ? 'x' : key.charAt(0);
-    if (first == SIDE) {
-      List<Row> out = new ArrayList<>();
-      while (rows.hasNext()) {
-        out.add(sideRow(rows.next()));
-      }
-      return CollectionConverters.asScala(out.iterator());
+  public void init(OutputMode outputMode, TimeMode timeMode) {
+    buckets = getHandle().getValueState("tags", Encoders.BINARY(), TTLConfig.NONE());
+  }
+
+  @Override
+  public Iterator<Row> handleInputRows(Integer key, Iterator<Row> rows, TimerValues timerValues) {
+    List<Row> out = new ArrayList<>();
+    if (key < 0) {
+      passThrough(rows, out);
+    } else {
+      countBucket(rows, BatchParams.current(job), out);
     }
-    if (first == NO_TAG) {
-      countTweets(rows, null);
-      return CollectionConverters.asScala(new ArrayList<Row>().iterator());
-    }
-    return CollectionConverters.asScala(countHashtag(key, rows).iterator());
+    return CollectionConverters.asScala(out.iterator());
   }
 
   @Override
   public Iterator<Row> handleExpiredTimer(
-      String key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
-    byte[] stored = panes.get(); // null when absent: one state read, not two
+      Integer key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
+    byte[] stored = buckets.get(); // null when absent
     if (stored != null) {
-      PaneCounts counts = PaneCounts.decode(stored, geometry.paneMs);
-      dropClosed(counts, timerValues.getCurrentWatermarkInMs());
-      if (counts.isEmpty()) {
-        panes.clear();
-      } else {
-        panes.update(counts.encode(geometry.paneMs));
-        getHandle().registerTimer(geometry.lastEnd(counts.oldest()));
-      }
+      BucketState state = BucketState.decode(stored, geometry.paneMs);
+      state.dropClosed(geometry, timerValues.getCurrentWatermarkInMs());
+      state.timerMs = BucketState.NO_TIMER; // this one has fired
+      save(state);
     }
     return CollectionConverters.asScala(new ArrayList<Row>().iterator());
   }
 
-  private List<Row> countHashtag(String tag, Iterator<Row> rows) {
-    byte[] stored = panes.get(); // null when absent: one state read, not two
-    PaneCounts counts =
-        stored != null
-            ? PaneCounts.decode(stored, geometry.paneMs)
-            : new PaneCounts((int) Math.min(64, geometry.sizeMs / geometry.paneMs + 2));
-    Long timerBefore = counts.isEmpty() ? null : geometry.lastEnd(counts.oldest());
-    TreeSet<Long> changed = new TreeSet<>();
-    countTweets(rows, (pane, n) -> {
-      counts.add(pane, n);
-      changed.add(pane);
-    });
-    long timerAfter = geometry.lastEnd(counts.oldest());
-    if (timerBefore == null || timerAfter != timerBefore) {
-      if (timerBefore != null) {
-        getHandle().deleteTimer(timerBefore);
-      }
-      getHandle().registerTimer(timerAfter);
-    }
-    panes.update(counts.encode(geometry.paneMs));
-    return windowCounts(tag, counts, changed, BatchParams.current(job));
-  }
-
-  /** Adds each row to the batch figures and hands its pane to {@code onPane}. */
-  private void countTweets(Iterator<Row> rows, PaneAdder onPane) {
+  /** Side rows go out as they are; rows of tweets without hashtags only count. */
+  private void passThrough(Iterator<Row> rows, List<Row> out) {
     long counted = 0;
     long max = Long.MIN_VALUE;
     while (rows.hasNext()) {
       Row row = rows.next();
-      counted += row.getLong(TWEETS);
-      max = Math.max(max, row.getLong(MAX_EVENT_MS));
-      if (onPane != null) {
-        onPane.add(row.getLong(PANE), row.getLong(COUNT));
+      if (row.getInt(KIND) != COUNTED) {
+        out.add(sideRow(row));
+      } else {
+        counted += row.getLong(TWEETS);
+        max = Math.max(max, row.getLong(MAX_EVENT_MS));
       }
     }
     tweets.add(counted);
     maxEventMs.addLong(max);
   }
 
-  /** Receives {@code n} more tweets of a pane. */
-  @FunctionalInterface
-  private interface PaneAdder {
-    void add(long pane, long n);
+  private void countBucket(Iterator<Row> rows, BatchParams params, List<Row> out) {
+    byte[] stored = buckets.get(); // null when absent: one state read
+    BucketState state =
+        stored != null ? BucketState.decode(stored, geometry.paneMs) : new BucketState(4);
+    if (params.watermarkMs() != null) {
+      state.dropClosed(geometry, params.watermarkMs());
+    }
+    Map<String, TreeSet<Long>> changed = new HashMap<>();
+    long counted = 0;
+    long max = Long.MIN_VALUE;
+    while (rows.hasNext()) {
+      Row row = rows.next();
+      String tag = row.getString(TAG);
+      long pane = row.getLong(PANE);
+      state.tags.computeIfAbsent(tag, t -> new PaneCounts(4)).add(pane, row.getLong(COUNT));
+      changed.computeIfAbsent(tag, t -> new TreeSet<>()).add(pane);
+      counted += row.getLong(TWEETS);
+      max = Math.max(max, row.getLong(MAX_EVENT_MS));
+    }
+    tweets.add(counted);
+    maxEventMs.addLong(max);
+    for (Map.Entry<String, TreeSet<Long>> tag : changed.entrySet()) {
+      windowCounts(tag.getKey(), state.tags.get(tag.getKey()), tag.getValue(), params, out);
+    }
+    save(state);
   }
 
-  private List<Row> windowCounts(
-      String tag, PaneCounts counts, TreeSet<Long> changedPanes, BatchParams params) {
+  /** Writes (or deletes) the bucket's row; arms a timer when none is pending. */
+  private void save(BucketState state) {
+    if (state.isEmpty()) {
+      if (state.timerMs != BucketState.NO_TIMER) {
+        getHandle().deleteTimer(state.timerMs);
+      }
+      buckets.clear();
+      return;
+    }
+    if (state.timerMs == BucketState.NO_TIMER) {
+      state.timerMs = state.newestEnd(geometry);
+      getHandle().registerTimer(state.timerMs);
+    }
+    buckets.update(state.encode(geometry.paneMs));
+  }
+
+  private void windowCounts(
+      String tag, PaneCounts counts, TreeSet<Long> changedPanes, BatchParams params, List<Row> out) {
     TreeSet<Long> windows = new TreeSet<>();
     for (long pane : changedPanes) {
       long last = geometry.lastWindowStart(pane);
@@ -165,24 +177,11 @@ public final class HashtagPaneProcessor extends StatefulProcessor<String, Row, R
         }
       }
     }
-    List<Row> out = new ArrayList<>(windows.size());
     for (long start : windows) {
       long count = counts.sum(start, start + geometry.sizeMs);
       if (count >= params.threshold(start)) {
         out.add(RowFactory.create(COUNTED, start, tag, count, null, null, null, null, null));
       }
-    }
-    return out;
-  }
-
-  /** Drops the panes whose newest window ended at or before {@code watermarkMs}. */
-  private void dropClosed(PaneCounts counts, long watermarkMs) {
-    int closed = 0;
-    while (closed < counts.size && geometry.lastEnd(counts.starts[closed]) <= watermarkMs) {
-      closed++;
-    }
-    if (closed > 0) {
-      counts.dropBefore(closed < counts.size ? counts.starts[closed] : Long.MAX_VALUE);
     }
   }
 

@@ -84,7 +84,7 @@ public final class HashtagState {
   public Dataset<Row> apply(Dataset<Row> records) {
     return combined(records)
         .groupBy(functions.col("key"))
-        .as(Encoders.STRING(), Encoders.row(PaneCombiner.OUTPUT))
+        .as(Encoders.INT(), Encoders.row(PaneCombiner.OUTPUT))
         .transformWithState(processor, TimeMode.EventTime(), OutputMode.Update(), Encoders.row(OUTPUT));
   }
 }

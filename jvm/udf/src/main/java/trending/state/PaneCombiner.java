@@ -19,11 +19,11 @@ import trending.udf.Hashtags;
  * state step receives one row per {@code (tag, pane)} and task instead of one per tweet and tag.
  *
  * <p>Input ({@code kind, event_ms, text, partition, offset, record_key, value, reason}): decoded
- * records with their kind decided. Output ({@link #OUTPUT}): a row per {@code (tag, pane)} with
- * {@code n} tweets holding the tag, {@code tweets} of them counted first under it (each tweet once,
- * under its first key, or under a {@link HashtagPaneProcessor#NO_TAG} key when it has none) and
- * their newest event time; late and dead records pass through under a
- * {@link HashtagPaneProcessor#SIDE} key.
+ * records with their kind decided. Output ({@link #OUTPUT}): a row per {@code (tag, pane)}, keyed
+ * by the tag's bucket ({@link HashtagPaneProcessor#bucketOf}), with {@code n} tweets holding the
+ * tag, {@code tweets} of them counted first under it (each tweet once, under its first key, or
+ * under a row without tag and a negative key when it has none) and their newest event time; late
+ * and dead records pass through under negative keys.
  */
 public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
   private static final long serialVersionUID = 1L;
@@ -32,8 +32,9 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
   };
   public static final StructType OUTPUT =
       new StructType()
-          .add("key", DataTypes.StringType, false)
+          .add("key", DataTypes.IntegerType, false)
           .add("kind", DataTypes.IntegerType, false)
+          .add("tag", DataTypes.StringType, true)
           .add("pane_start", DataTypes.LongType, true)
           .add("n", DataTypes.LongType, false)
           .add("tweets", DataTypes.LongType, false)
@@ -43,6 +44,9 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
           .add("record_key", DataTypes.BinaryType, true)
           .add("value", DataTypes.BinaryType, true)
           .add("reason", DataTypes.StringType, true);
+
+  /** Rows without a hashtag go under keys -1 .. -SPREAD, spread over tasks. */
+  private static final int SPREAD = 1024;
 
   private final SlidingGeometry geometry;
 
@@ -61,7 +65,7 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
   public Iterator<Row> call(Iterator<Row> records) {
     Map<String, Map<Long, Tally>> tallies = new HashMap<>();
     List<Row> out = new ArrayList<>();
-    String noTag = HashtagPaneProcessor.NO_TAG + Integer.toString(partitionId());
+    int noTag = -1 - Math.floorMod(partitionId(), SPREAD);
     while (records.hasNext()) {
       Row record = records.next();
       int kind = record.getInt(0);
@@ -73,7 +77,7 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
       long pane = geometry.paneStart(eventMs);
       String[] keys = Hashtags.keys(record.isNullAt(2) ? null : record.getString(2));
       if (keys.length == 0) {
-        tally(tallies, noTag, pane, eventMs, true);
+        tally(tallies, null, pane, eventMs, true);
       }
       for (int i = 0; i < keys.length; i++) {
         tally(tallies, keys[i], pane, eventMs, i == 0);
@@ -82,9 +86,11 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
     for (Map.Entry<String, Map<Long, Tally>> tag : tallies.entrySet()) {
       for (Map.Entry<Long, Tally> pane : tag.getValue().entrySet()) {
         Tally t = pane.getValue();
+        String name = tag.getKey();
+        int key = name == null ? noTag : HashtagPaneProcessor.bucketOf(name);
         out.add(
             RowFactory.create(
-                tag.getKey(), HashtagPaneProcessor.COUNTED, pane.getKey(), t.n, t.tweets,
+                key, HashtagPaneProcessor.COUNTED, name, pane.getKey(), t.n, t.tweets,
                 t.maxEventMs, null, null, null, null, null));
       }
     }
@@ -107,8 +113,8 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
     int partition = record.getInt(3);
     long offset = record.getLong(4);
     return RowFactory.create(
-        HashtagPaneProcessor.SIDE + Integer.toString(partition) + "/" + Long.toString(offset),
-        record.getInt(0), null, 0L, 0L, null, partition, offset,
+        -1 - (int) Math.floorMod(offset * 31 + partition, (long) SPREAD),
+        record.getInt(0), null, null, 0L, 0L, null, partition, offset,
         record.isNullAt(5) ? null : record.get(5),
         record.isNullAt(6) ? null : record.get(6),
         record.isNullAt(7) ? null : record.getString(7));

@@ -71,56 +71,34 @@ final class PaneCounts {
     }
   }
 
-  byte[] encode(long paneMs) {
-    ByteArrayOutputStream out = new ByteArrayOutputStream(4 + size * 4);
-    writeVarLong(out, size);
+  /** Appends the panes to {@code out} (see the class comment). */
+  void encodeTo(ByteArrayOutputStream out, long paneMs) {
+    Varints.write(out, size);
     long previous = 0;
     for (int i = 0; i < size; i++) {
       if (i == 0) {
-        writeVarLong(out, (starts[0] << 1) ^ (starts[0] >> 63));
+        Varints.write(out, (starts[0] << 1) ^ (starts[0] >> 63));
       } else {
-        writeVarLong(out, (starts[i] - previous) / paneMs);
+        Varints.write(out, (starts[i] - previous) / paneMs);
       }
       previous = starts[i];
-      writeVarLong(out, counts[i]);
+      Varints.write(out, counts[i]);
     }
-    return out.toByteArray();
   }
 
-  static PaneCounts decode(byte[] bytes, long paneMs) {
-    int[] at = {0};
-    int n = (int) readVarLong(bytes, at);
+  /** Reads panes written by {@link #encodeTo} at {@code at[0]}, advancing it. */
+  static PaneCounts decodeFrom(byte[] bytes, int[] at, long paneMs) {
+    int n = (int) Varints.read(bytes, at);
     PaneCounts panes = new PaneCounts(n + 2);
     long previous = 0;
     for (int i = 0; i < n; i++) {
-      long raw = readVarLong(bytes, at);
+      long raw = Varints.read(bytes, at);
       long start = i == 0 ? (raw >>> 1) ^ -(raw & 1) : previous + raw * paneMs;
       panes.starts[i] = start;
-      panes.counts[i] = readVarLong(bytes, at);
+      panes.counts[i] = Varints.read(bytes, at);
       previous = start;
     }
     panes.size = n;
     return panes;
-  }
-
-  private static void writeVarLong(ByteArrayOutputStream out, long value) {
-    while ((value & ~0x7FL) != 0) {
-      out.write((int) ((value & 0x7F) | 0x80));
-      value >>>= 7;
-    }
-    out.write((int) value);
-  }
-
-  private static long readVarLong(byte[] bytes, int[] at) {
-    long value = 0;
-    int shift = 0;
-    while (true) {
-      byte b = bytes[at[0]++];
-      value |= (long) (b & 0x7F) << shift;
-      if ((b & 0x80) == 0) {
-        return value;
-      }
-      shift += 7;
-    }
   }
 }
