@@ -116,7 +116,7 @@ def run_steady(bootstrap: str, rate: float, seconds: float) -> dict[str, Any]:
     spark = build_session("bench-scale-steady", "local[2]", shuffle_partitions=2)
     topic = f"bench-steady-{os.getpid()}"
     count = int(rate * seconds)
-    with tempfile.TemporaryDirectory(prefix="bench-steady-") as work:
+    with tempfile.TemporaryDirectory(prefix="bench-steady-", ignore_cleanup_errors=True) as work:
         config = HashtagJobConfig(
             bootstrap=bootstrap, checkpoint=f"{work}/checkpoint", input_topic=topic,
             output_topic=topic + "-out", late_topic=topic + "-late",
@@ -143,6 +143,7 @@ def run_steady(bootstrap: str, rate: float, seconds: float) -> dict[str, Any]:
             time.sleep(0.5)
         query.stop()
         processor.close()
+        spark.stop()  # before the checkpoint folder goes: state-store maintenance writes there
     done = [s for s in processor.history if not s.skipped and s.newest_event_ms is not None]
     return {
         "rate": rate,
