@@ -35,8 +35,7 @@ from trending.spark.hashtag_state import (
     warm_up,
 )
 from trending.windows.sliding import SlidingWindows
-from trending.windows.sliding_topk import TopKUpdate
-from trending.windows.topk_merge import MergeState, TopKMerger
+from trending.windows.topk_merge import MergeState, TopKMerger, TopKUpdate
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -11,7 +11,10 @@ The Wallaroo trending-hashtags model made event-time:
   its top-k differs from the last one published), then advances the watermark and publishes a
   final record for every window it closes.
 
-Revisions are numbered 1, 2, ... per window; the final record takes the next number.
+Revisions are numbered 1, 2, ... per window; the final record takes the next number. The rules
+live in :class:`trending.windows.topk_merge.TopKMerger`, which the distributed job shares: here
+the exact counts of every open window are kept in the process, and the current counts of the
+keys a batch increased are the merger's candidates.
 """
 
 from __future__ import annotations
@@ -19,39 +22,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from trending.windows.sliding import SlidingWindows, Window
-from trending.windows.topk import TopK, top_k, top_k_after_increase
+from trending.windows.sliding import SlidingWindows
+from trending.windows.topk_merge import MergeState, TopKMerger, TopKUpdate
 
-
-@dataclass(frozen=True)
-class TopKUpdate:
-    """One published record of a window's top-k."""
-
-    window: Window
-    top: TopK
-    revision: int
-    is_final: bool
-
-
-@dataclass
-class OpenWindow:
-    """Counts of one open window and what was last published for it."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    published: TopK = ()
-    revision: int = 0
+__all__ = ["SlidingTopK", "SlidingTopKState", "TopKUpdate"]
 
 
 @dataclass
 class SlidingTopKState:
     """Everything :class:`SlidingTopK` needs to resume: plain data, picklable."""
 
-    windows: dict[int, OpenWindow] = field(default_factory=dict)  # by window start
-    max_event_ms: int | None = None
+    counts: dict[int, dict[str, int]] = field(default_factory=dict)  # by window start
+    published: MergeState = field(default_factory=MergeState)
 
 
 class SlidingTopK:
-    """Sliding-window top-k with change detection, event-time watermark and finals."""
+    """Sliding-window top-k with change detection, event-time watermark and finals, in one
+    process: the exact counts of every open window, and :class:`TopKMerger` for the rules."""
 
     def __init__(
         self,
@@ -60,20 +47,14 @@ class SlidingTopK:
         lateness_ms: int,
         state: SlidingTopKState | None = None,
     ) -> None:
-        if k <= 0:
-            raise ValueError(f"k must be positive, got {k}")
-        if lateness_ms < 0:
-            raise ValueError(f"lateness must not be negative, got {lateness_ms}ms")
-        self.spec = windows
-        self.k = k
-        self.lateness_ms = lateness_ms
         self.state = state if state is not None else SlidingTopKState()
+        self.merger = TopKMerger(windows, k, lateness_ms, self.state.published)
+        self.spec = windows
 
     @property
     def watermark_ms(self) -> int | None:
         """``max event time - lateness``, or None before the first event."""
-        latest = self.state.max_event_ms
-        return None if latest is None else latest - self.lateness_ms
+        return self.merger.watermark_ms
 
     def is_late(self, t: int) -> bool:
         """True when every window holding ``t`` is final already."""
@@ -87,22 +68,25 @@ class SlidingTopK:
 
         ``pane_counts`` are ``(pane_start, key, count)`` rows of the batch's on-time events;
         ``max_event_ms`` is the newest event time of any valid event in the batch (keys or not).
-        Counts go to the windows still open under the watermark at the start of the batch; then
-        each changed window not closing now gets a revision if its top-k changed; then the
-        watermark advances and every window it passes gets its final record.
+        Counts go to the windows still open under the watermark at the start of the batch; the
+        current counts of the keys that grew are the merger's candidates.
         """
         increased = self._add(pane_counts)
-        if max_event_ms is not None and (
-            self.state.max_event_ms is None or max_event_ms > self.state.max_event_ms
-        ):
-            self.state.max_event_ms = max_event_ms
-        updates = self._revisions(increased)
-        updates.extend(self._finals())
+        candidates = [
+            (start, key, self.state.counts[start][key])
+            for start, keys in increased.items()
+            for key in keys
+        ]
+        updates = self.merger.apply_batch(candidates, max_event_ms)
+        for update in updates:
+            if update.is_final:
+                self.state.counts.pop(update.window.start, None)
         return updates
 
     def close_all(self) -> list[TopKUpdate]:
         """Publish every open window as final (the end of a bounded stream)."""
-        return [self._finalize(start) for start in sorted(self.state.windows)]
+        self.state.counts.clear()
+        return self.merger.close_all()
 
     def _add(self, rows: Iterable[tuple[int, str, int]]) -> dict[int, set[str]]:
         by_pane: dict[int, dict[str, int]] = {}
@@ -112,7 +96,7 @@ class SlidingTopK:
         increased: dict[int, set[str]] = {}
         for pane_start, pane in by_pane.items():
             for start in self._open_starts_of_pane(pane_start):
-                _add_counts(self._open_window(start).counts, pane)
+                _add_counts(self.state.counts.setdefault(start, {}), pane)
                 increased.setdefault(start, set()).update(pane)
         return increased
 
@@ -122,40 +106,6 @@ class SlidingTopK:
         hop, size, align = self.spec.hop_ms, self.spec.size_ms, self.spec.align_ms
         starts = (align + n * hop for n in self.spec.index_range_of_pane(pane_start))
         return [s for s in starts if watermark is None or s + size > watermark]
-
-    def _open_window(self, start: int) -> OpenWindow:
-        window = self.state.windows.get(start)
-        if window is None:
-            window = self.state.windows[start] = OpenWindow()
-        return window
-
-    def _revisions(self, increased: dict[int, set[str]]) -> list[TopKUpdate]:
-        watermark = self.watermark_ms
-        updates = []
-        for start in sorted(increased):
-            if watermark is not None and start + self.spec.size_ms <= watermark:
-                continue  # closes in this batch: its final record carries the new top-k
-            window = self.state.windows[start]
-            top = top_k_after_increase(window.counts, window.published, increased[start], self.k)
-            if top != window.published:
-                window.published, window.revision = top, window.revision + 1
-                updates.append(TopKUpdate(self._window(start), top, window.revision, False))
-        return updates
-
-    def _finals(self) -> list[TopKUpdate]:
-        watermark = self.watermark_ms
-        if watermark is None:
-            return []
-        closing = sorted(s for s in self.state.windows if s + self.spec.size_ms <= watermark)
-        return [self._finalize(start) for start in closing]
-
-    def _finalize(self, start: int) -> TopKUpdate:
-        window = self.state.windows.pop(start)
-        top = top_k(window.counts, self.k)
-        return TopKUpdate(self._window(start), top, window.revision + 1, True)
-
-    def _window(self, start: int) -> Window:
-        return Window(start, start + self.spec.size_ms)
 
 
 def _add_counts(counts: dict[str, int], added: dict[str, int]) -> None:

@@ -26,10 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trending.windows.sliding import SlidingWindows, Window
-from trending.windows.sliding_topk import TopKUpdate
 from trending.windows.topk import TopK, top_k
 
 STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TopKUpdate:
+    """One published record of a window's top-k."""
+
+    window: Window
+    top: TopK
+    revision: int
+    is_final: bool
 
 
 @dataclass
@@ -121,6 +130,11 @@ class TopKMerger:
         updates.extend(self._finals())
         return updates
 
+    def close_all(self) -> list[TopKUpdate]:
+        """Publish every open window as final (the end of a bounded stream)."""
+        starts = sorted(self.state.windows)
+        return [self._final(start) for start in starts]
+
     def _merge(self, candidates: Iterable[tuple[int, str, int]]) -> dict[int, TopK]:
         """New top-k of each window with candidates (not yet published)."""
         by_window: dict[int, dict[str, int]] = {}
@@ -152,11 +166,11 @@ class TopKMerger:
         if watermark is None:
             return []
         closing = sorted(s for s in self.state.windows if s + self.spec.size_ms <= watermark)
-        updates = []
-        for start in closing:
-            window = self.state.windows.pop(start)
-            updates.append(TopKUpdate(self._window(start), window.top, window.revision + 1, True))
-        return updates
+        return [self._final(start) for start in closing]
+
+    def _final(self, start: int) -> TopKUpdate:
+        window = self.state.windows.pop(start)
+        return TopKUpdate(self._window(start), window.top, window.revision + 1, True)
 
     def _window(self, start: int) -> Window:
         return Window(start, start + self.spec.size_ms)
