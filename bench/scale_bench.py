@@ -7,7 +7,7 @@ top 10, on two data sets made once: Zipf 1.1 over 50k hashtags, and Zipf 0.6 ove
 to the last commit, median per-batch phase times (``spark``: the executors' work, collected;
 ``windows`` + ``snapshot``: the driver's merge and state; ``publish``: the Kafka transaction),
 the driver's share of batch time, the driver's committed state (bytes) and Spark's state
-(rows, bytes), then the ratios the targets are stated in.
+(most rows written in a batch, bytes), then the ratios the targets are stated in.
 
 Then a steady run per rate in ``--rates`` (flat data, ``local[2]``, the 1 s trigger): tweets
 made live (``created_at`` = the time they are sent, no jitter) at that rate for ``--seconds``
@@ -38,8 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.procmem import bench_broker, run_measured
-from bench.trending_bench import topic_size
-from connectors.kafka import admin
+from bench.trending_bench import ensure_data
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = {"zipf 1.1 / 50k": (1.1, 50_000), "zipf 0.6 / 3M": (0.6, 3_000_000)}
@@ -48,27 +47,6 @@ RUNS = (
     ("zipf 0.6 / 3M", "local[2]"),
     ("zipf 0.6 / 3M", "local[1]"),
 )
-
-
-def ensure_data(bootstrap: str, name: str, count: int) -> str:
-    from trending.generate import generate_tweets, produce_tweets
-
-    zipf_s, vocabulary = DATA[name]
-    topic = f"bench-scale-z{zipf_s}-v{vocabulary}-{count}".replace(".", "_")
-    if topic_size(bootstrap, topic) == count:
-        print(f"data: reusing {count:,} tweets in {topic}", flush=True)
-        return topic
-    if topic_size(bootstrap, topic):
-        admin(bootstrap).delete_topics([topic])[topic].result()
-        time.sleep(2)
-    started = time.monotonic()
-    tweets = generate_tweets(
-        seed=42, count=count, start_ms=1_700_000_000_000, events_per_second=1000.0,
-        vocabulary=vocabulary, zipf_s=zipf_s,
-    )  # fmt: skip
-    produce_tweets(bootstrap, topic, tweets, partitions=4)
-    print(f"data: {count:,} tweets ({name}) to {topic} in {time.monotonic() - started:.0f}s")
-    return topic
 
 
 def run_one(bootstrap: str, topic: str, master: str, batch: int) -> dict[str, Any]:
@@ -99,7 +77,7 @@ def run_one(bootstrap: str, topic: str, master: str, batch: int) -> dict[str, An
         "batches": [
             {"seconds": s.seconds, "phases": s.phases, "state_bytes": s.state_bytes} for s in done
         ],
-        "spark_state_rows": [op.numRowsTotal for op in operators],
+        "spark_state_rows": [op.numRowsUpdated for op in operators],  # written in the batch
         "spark_state_bytes": [op.memoryUsedBytes for op in operators],
     }
 
@@ -209,7 +187,7 @@ def median_of(batches: list[dict[str, Any]], key: str) -> float:
 
 def report(results: dict[tuple[str, str], dict[str, Any]]) -> None:
     header = ("tweets/s", "batch s", "spark s", "driver s", "publish s", "driver %",
-              "driver state", "spark rows", "spark MB", "peak MB")  # fmt: skip
+              "driver state", "rows written", "spark MB", "peak MB")  # fmt: skip
     print(f"\n{'run (median batch)':<28}" + "".join(f"{h:>13}" for h in header))
     for (name, master), r in results.items():
         batches = r["batches"][1:] or r["batches"]  # the first batch also loads the state store
@@ -271,7 +249,14 @@ def main() -> int:
         return 0
     with bench_broker(ROOT / "build" / "bench" / "broker") as bootstrap:
         results = {}
-        topics = {} if args.skip_batch else {n: ensure_data(bootstrap, n, args.count) for n in DATA}
+        topics = (
+            {}
+            if args.skip_batch
+            else {
+                name: ensure_data(bootstrap, args.count, zipf_s=zipf_s, vocabulary=vocabulary)
+                for name, (zipf_s, vocabulary) in DATA.items()
+            }
+        )
         for name, master in RUNS if topics else ():
             command = [sys.executable, __file__, "--one", bootstrap, topics[name], master,
                        "--max-offsets-per-trigger", str(args.max_offsets_per_trigger)]  # fmt: skip

@@ -18,6 +18,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -49,17 +50,20 @@ def topic_size(bootstrap: str, topic: str) -> int:
         consumer.close()
 
 
-def ensure_data(bootstrap: str, count: int) -> str:
-    topic = f"bench-tweets-{count}"
+def ensure_data(bootstrap: str, count: int, **settings: Any) -> str:
+    """A topic of ``count`` generated tweets (seed 42, 1000/s of event time, ``settings`` for
+    the generator), made once and reused while it holds exactly that many."""
+    shape = "".join(f"-{k}{v}" for k, v in sorted(settings.items())).replace(".", "_")
+    topic = f"bench-tweets{shape}-{count}"
     if topic_size(bootstrap, topic) == count:
-        print(f"data: reusing {count:,} tweets in {topic}")
+        print(f"data: reusing {count:,} tweets in {topic}", flush=True)
         return topic
     if topic_size(bootstrap, topic):
         admin(bootstrap).delete_topics([topic])[topic].result()
         time.sleep(2)
     started = time.monotonic()
     tweets = generate_tweets(
-        seed=42, count=count, start_ms=1_700_000_000_000, events_per_second=1000.0
+        seed=42, count=count, start_ms=1_700_000_000_000, events_per_second=1000.0, **settings
     )
     produce_tweets(bootstrap, topic, tweets, partitions=4)
     print(f"data: produced {count:,} tweets to {topic} in {time.monotonic() - started:.1f}s")
