@@ -26,12 +26,18 @@ def _open_foreign_transaction(bootstrap: str, topic: str) -> Producer:
     return foreign
 
 
-def test_restart_reads_the_last_batch_behind_an_open_foreign_transaction(
-    kafka_bootstrap: str, unique_topic: Callable[[str], str]
-) -> None:
+@pytest.fixture
+def names(kafka_bootstrap: str, unique_topic: Callable[[str], str]) -> tuple[str, str, str]:
+    """A commits topic, an output topic (created) and a transactional id of a test's own."""
     commits, out = unique_topic("commits"), unique_topic("out")
     ensure_topics(kafka_bootstrap, [out], partitions=1)
-    job = f"job-{uuid.uuid4().hex[:8]}"
+    return commits, out, f"job-{uuid.uuid4().hex[:8]}"
+
+
+def test_restart_reads_the_last_batch_behind_an_open_foreign_transaction(
+    kafka_bootstrap: str, names: tuple[str, str, str]
+) -> None:
+    commits, out, job = names
     writer = TransactionalBatchWriter(kafka_bootstrap, job, commits_topic=commits)
     assert writer.committed.batch_id == -1
     writer.write_batch(0, [OutRecord(out, b"k", b"0")], {"seen": 0})
@@ -52,11 +58,9 @@ def test_restart_reads_the_last_batch_behind_an_open_foreign_transaction(
 
 
 def test_an_aborted_batch_is_not_the_last_committed(
-    kafka_bootstrap: str, unique_topic: Callable[[str], str]
+    kafka_bootstrap: str, names: tuple[str, str, str]
 ) -> None:
-    commits, out = unique_topic("commits"), unique_topic("out")
-    ensure_topics(kafka_bootstrap, [out], partitions=1)
-    job = f"job-{uuid.uuid4().hex[:8]}"
+    commits, out, job = names
     writer = TransactionalBatchWriter(kafka_bootstrap, job, commits_topic=commits)
     writer.write_batch(0, [OutRecord(out, b"k", b"0")], {"seen": 0})
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from trending.windows.sliding import SlidingWindows, Window
 from trending.windows.sliding_topk import SlidingTopK, TopKUpdate
-from trending.windows.topk import top_k, top_k_after_increase
+from trending.windows.topk import top_k
 
 MIN = 60_000
 
@@ -61,20 +61,6 @@ def test_windows_of_matches_brute_force(size: int, hop: int, align: int, t: int)
 def test_top_k_order_is_count_desc_then_key_asc() -> None:
     counts = {"b": 3, "a": 3, "c": 5, "d": 1}
     assert top_k(counts, 3) == (("c", 5), ("a", 3), ("b", 3))
-
-
-@given(
-    st.dictionaries(st.sampled_from("abcdefgh"), st.integers(1, 5), min_size=1),
-    st.dictionaries(st.sampled_from("abcdefgh"), st.integers(1, 5)),
-    st.integers(1, 4),
-)
-def test_incremental_top_k_equals_full_recount(
-    before: dict[str, int], increase: dict[str, int], k: int
-) -> None:
-    previous = top_k(before, k)
-    after = Counter(before)
-    after.update(increase)
-    assert top_k_after_increase(after, previous, increase, k) == top_k(after, k)
 
 
 def _run(engine: SlidingTopK, batches: list[list[tuple[int, list[str]]]]) -> list[TopKUpdate]:
