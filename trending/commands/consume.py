@@ -7,6 +7,7 @@ import base64
 import json
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="print the decoded records of a topic",
         description="Print one record a line (read_committed, a fresh consumer group that "
         "commits nothing). The schema comes from the topic name: tweets*, tweets-late -> tweet, "
-        "trending-hashtags* -> trending_topk, *-dlq/*.dlq/*dead-letter* -> dead_letter. Bytes "
+        "trending-hashtags* -> trending_topk, sensor-readings* -> sensor_reading, "
+        "sensor-queries* -> sensor_query, sensor-matches* -> sensor_match, popular-readings* "
+        "-> popular_reading, sensor-late*, *-dlq/*.dlq/*dead-letter* -> dead_letter. Bytes "
         "fields print as base64; timestamps as epoch ms with --json.",
     )
     parser.add_argument("topic", metavar="TOPIC")
@@ -162,4 +165,25 @@ def readable(record: dict[str, Any], schema: str, message: Message) -> str:
     if schema == "dead_letter":
         origin = f"{record['topic']}[{record['partition']}]@{record['offset']}"
         return f"{where} {iso(record['failed_at'])} {origin}: {record['reason']}"
+    if schema in _SENSOR_LINES:
+        return f"{where} {_SENSOR_LINES[schema](record)}"
     return f"{where} {to_json(record)}"
+
+
+_SENSOR_LINES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "sensor_reading": lambda r: (
+        f"{iso(r['ts'])} sensor {r['sensor_id']} at ({r['x']:.4f}, {r['y']:.4f}): {r['value']:g}"
+    ),
+    "sensor_query": lambda q: (
+        f"{iso(q['ts'])} query {q['query_id']} at ({q['x']:.4f}, {q['y']:.4f}) "
+        f"within {q['distance']:g}"
+    ),
+    "sensor_match": lambda m: (
+        f"{iso(m['query_ts'])} query {m['query_id']} matched sensor {m['sensor_id']} "
+        f"({iso(m['reading_ts'])}): {m['value']:g}"
+    ),
+    "popular_reading": lambda p: (
+        f"{iso(p['ts'])} sensor {p['sensor_id']} at ({p['x']:.4f}, {p['y']:.4f}): "
+        f"{p['value']:g}, {p['matches']} matches"
+    ),
+}

@@ -1,4 +1,5 @@
-"""``trending produce tweets``: write generated (or replayed) tweets to Kafka as Avro."""
+"""``trending produce tweets|readings|queries``: write generated (or replayed) records to Kafka
+as Avro."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -16,8 +18,18 @@ from trending.durations import parse_duration_ms
 from trending.errors import UserError
 from trending.generate import generate_tweets, produce_tweets, read_jsonl
 from trending.metrics import MetricsServer, add_metrics_arguments, serve_metrics
+from trending.sensors_data import (
+    generate_queries,
+    generate_readings,
+    produce_sensor_records,
+    read_queries_jsonl,
+    read_readings_jsonl,
+)
 
 MAX_REPORTED_BAD_LINES = 20
+Records = Iterable[Mapping[str, Any]]
+Reader = Callable[[Iterable[str], Callable[[int, str], None]], Iterator[dict[str, Any]]]
+Write = Callable[..., int]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,16 +89,129 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_kafka_arguments(tweets)
     add_metrics_arguments(tweets, port=0)
     tweets.set_defaults(handler=run_tweets)
+    _register_readings(kinds)
+    _register_queries(kinds)
+
+
+def _register_readings(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    readings = _sensor_parser(
+        kinds,
+        "readings",
+        help="synthetic sensor readings (the SensorQuery Beacon) or --from-jsonl",
+        fields="sensor_id, x, y, value, ts",
+    )
+    readings.add_argument(
+        "--sensors", type=int, metavar="K", default=100, help="sensor ids 0..K-1 (100)"
+    )
+    readings.set_defaults(handler=run_readings)
+
+
+def _register_queries(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    queries = _sensor_parser(
+        kinds,
+        "queries",
+        help="synthetic sensor queries (ids 0, 1, 2, ...) or --from-jsonl",
+        fields="query_id, x, y, distance, ts",
+    )
+    queries.add_argument(
+        "--distance", type=float, metavar="D", default=0.05, help="of every query (0.05)"
+    )
+    queries.set_defaults(handler=run_queries)
+
+
+def _sensor_parser(
+    kinds: argparse._SubParsersAction[argparse.ArgumentParser], kind: str, help: str, fields: str
+) -> argparse.ArgumentParser:
+    """The flags ``produce readings`` and ``produce queries`` share."""
+    topic, key = f"sensor-{kind}", fields.split(",", maxsplit=1)[0]
+    parser = kinds.add_parser(
+        kind,
+        help=help,
+        description=f"Write sensor {kind} as Avro to a topic (created when missing), keyed by "
+        f"{key}. Generated {kind} are deterministic given --seed and --start-ms; x, y uniform "
+        f"in [0, 1); record i has ts = start + floor(i * 1000 / E). A --from-jsonl line holds "
+        f"{fields} (ts as epoch ms or ISO-8601).",
+    )
+    parser.add_argument("--topic", default=topic, metavar="TOPIC", help=f"target topic ({topic})")
+    parser.add_argument(
+        "--partitions", type=int, metavar="P", default=4, help="when creating the topic (4)"
+    )
+    parser.add_argument(
+        "--count", type=int, metavar="N", default=10_000, help=f"{kind} to generate (10000)"
+    )
+    parser.add_argument("--from-jsonl", type=Path, metavar="FILE", help="replay a JSON-lines file")
+    parser.add_argument("--rate", type=float, metavar="R", help=f"cap in {kind}/s of wall time")
+    parser.add_argument("--seed", type=int, metavar="S", default=1, help="random seed (1)")
+    parser.add_argument(
+        "--start-ms", type=int, metavar="T", help="first event time (default: to end now)"
+    )
+    parser.add_argument(
+        "--events-per-second",
+        type=float,
+        metavar="E",
+        default=1000.0,
+        help="event-time rate (1000)",
+    )
+    parser.add_argument(
+        "--schema-registry-url",
+        metavar="URL",
+        help=f"write the Confluent wire format (default: ${REGISTRY_ENV}; none: plain Avro)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    add_kafka_arguments(parser)
+    add_metrics_arguments(parser, port=0)
+    return parser
 
 
 def run_tweets(args: argparse.Namespace) -> int:
-    bootstrap, extra = kafka_from_args(args)
+    kafka = kafka_from_args(args)
     bad = _BadLines(MAX_REPORTED_BAD_LINES, quiet=args.quiet)
     if args.from_jsonl is not None:
-        tweets: Iterable[Mapping[str, Any]] = _replay(args.from_jsonl, bad)
+        tweets: Records = _replay(args.from_jsonl, bad)
         total = None
     else:
         tweets, total = _generated(args), args.count
+    return _produce(args, kafka, "tweets", (tweets, total), bad, produce_tweets)
+
+
+def run_readings(args: argparse.Namespace) -> int:
+    kafka = kafka_from_args(args)
+    bad = _BadLines(MAX_REPORTED_BAD_LINES, quiet=args.quiet)
+    if args.from_jsonl is not None:
+        readings: Records = _replay(args.from_jsonl, bad, read_readings_jsonl)
+        total = None
+    else:
+        readings = _generated_sensors(args, generate_readings, sensors=args.sensors)
+        total = args.count
+    write = partial(produce_sensor_records, schema="sensor_reading")
+    return _produce(args, kafka, "readings", (readings, total), bad, write)
+
+
+def run_queries(args: argparse.Namespace) -> int:
+    kafka = kafka_from_args(args)
+    bad = _BadLines(MAX_REPORTED_BAD_LINES, quiet=args.quiet)
+    if args.from_jsonl is not None:
+        queries: Records = _replay(args.from_jsonl, bad, read_queries_jsonl)
+        total = None
+    else:
+        queries = _generated_sensors(args, generate_queries, distance=args.distance)
+        total = args.count
+    write = partial(produce_sensor_records, schema="sensor_query")
+    return _produce(args, kafka, "queries", (queries, total), bad, write)
+
+
+def _produce(
+    args: argparse.Namespace,
+    kafka: tuple[str, dict[str, str]],
+    noun: str,
+    source: tuple[Records, int | None],
+    bad: _BadLines,
+    write: Write,
+) -> int:
+    """Write ``source`` (records, their count if known) with ``write`` (a ``produce_*``
+    function) under a progress bar and metrics; print the summary line (and the bad lines of a
+    replay) unless ``--quiet``."""
+    (bootstrap, extra), (records, total) = kafka, source
     metrics, server = serve_metrics("produce", args.metrics_host, args.metrics_port)
     metrics.add_topics(written=[args.topic])
     started = time.monotonic()
@@ -96,10 +221,10 @@ def run_tweets(args: argparse.Namespace) -> int:
     ):
         advance = _counting(bar, metrics.records_written.labels(args.topic))
         try:
-            count = produce_tweets(
+            count = write(
                 bootstrap,
                 args.topic,
-                tweets,
+                records,
                 extra=extra,
                 registry_url=resolve_registry_url(args.schema_registry_url),
                 partitions=args.partitions,
@@ -111,7 +236,7 @@ def run_tweets(args: argparse.Namespace) -> int:
     seconds = time.monotonic() - started
     if not args.quiet:
         rate = count / seconds if seconds > 0 else float("inf")
-        print(f"produced {count} tweets to {args.topic} in {seconds:.2f} s ({rate:,.0f}/s)")
+        print(f"produced {count} {noun} to {args.topic} in {seconds:.2f} s ({rate:,.0f}/s)")
         if args.from_jsonl is not None:
             print(f"skipped {bad.count} bad lines of {args.from_jsonl}")
     return 0
@@ -161,6 +286,23 @@ def _generated(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
         raise UserError(str(error)) from error
 
 
+def _generated_sensors(
+    args: argparse.Namespace, generate: Callable[..., Iterator[dict[str, Any]]], **settings: Any
+) -> Iterator[dict[str, Any]]:
+    if args.count < 0:
+        raise UserError("--count must be >= 0")
+    try:
+        return generate(
+            args.seed,
+            args.count,
+            start_ms=args.start_ms,
+            events_per_second=args.events_per_second,
+            **settings,
+        )
+    except ValueError as error:
+        raise UserError(str(error)) from error
+
+
 class _BadLines:
     """Counts bad input lines and prints the first few to stderr."""
 
@@ -175,18 +317,18 @@ class _BadLines:
             print("more bad lines: counting them only", file=sys.stderr)
 
 
-def _replay(path: Path, bad: _BadLines) -> Iterator[dict[str, Any]]:
-    """The tweets of a JSON-lines file (opened now); bad lines go to ``bad``."""
+def _replay(path: Path, bad: _BadLines, reader: Reader = read_jsonl) -> Iterator[dict[str, Any]]:
+    """The records ``reader`` finds in a JSON-lines file (opened now); bad lines go to ``bad``."""
     try:
         handle = path.open(encoding="utf-8", errors="replace")
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}") from error
-    return _read_all(handle, bad)
+    return _read_all(handle, bad, reader)
 
 
-def _read_all(handle: TextIO, bad: _BadLines) -> Iterator[dict[str, Any]]:
+def _read_all(handle: TextIO, bad: _BadLines, reader: Reader) -> Iterator[dict[str, Any]]:
     with handle:
-        yield from read_jsonl(handle, bad)
+        yield from reader(handle, bad)
 
 
 @contextmanager
