@@ -9,7 +9,7 @@ UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/buil
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all env jars test test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale broker clean check-tools
+.PHONY: all env jars test test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors broker clean check-tools
 
 all: env jars
 
@@ -58,6 +58,9 @@ bench-trending: env jars
 
 bench-scale: env jars
 	$(BIN)/python bench/scale_bench.py
+
+bench-sensors: env jars
+	$(BIN)/python bench/sensors_bench.py
 
 bench-windows: env jars
 	$(BIN)/python bench/windows_bench.py

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from trending.jobs.hashtags import BatchStats, HashtagBatchProcessor
+    from trending.jobs.sensors import SensorBatchProcessor, SensorBatchStats
 
 from trending.errors import UserError
 
@@ -52,7 +53,7 @@ DEAD_REASONS = {  # the reasons of connectors.spark_kafka.decode_avro, as short 
     "value is not valid Avro for the schema": "invalid_avro",
 }
 OTHER_REASON = "other"
-LATE_REASONS = ("windows_final",)
+LATE_REASONS = ("windows_final", "behind_watermark")  # hashtags, sensors
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 ROW_BUCKETS = (0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
 
@@ -306,6 +307,42 @@ class HashtagObserver:
         m.state_rows.labels(DRIVER_OPERATOR).set(sum(len(w.top) for w in windows.values()))
         newest = max(windows, default=None)
         m.set_top(newest, () if newest is None else windows[newest].top)
+
+
+class SensorObserver:
+    """Per-batch figures of the sensor job (``SensorBatchProcessor.observers``)."""
+
+    def __init__(self, metrics: Metrics, processor: SensorBatchProcessor) -> None:
+        config = processor.config
+        self.metrics = metrics
+        metrics.add_topics(
+            [config.readings_topic, config.queries_topic],
+            [config.matches_topic, config.popular_topic, config.late_topic],
+        )
+        metrics.set_watermark(processor.state.watermark_ms)
+
+    def __call__(self, stats: SensorBatchStats, processor: SensorBatchProcessor) -> None:
+        try:
+            self._observe(stats, processor)
+        except Exception:  # metrics must never fail a batch
+            log.exception("metrics: could not record batch %d", stats.batch_id)
+
+    def _observe(self, stats: SensorBatchStats, processor: SensorBatchProcessor) -> None:
+        if stats.skipped:
+            return
+        m, config = self.metrics, processor.config
+        for phase, seconds in stats.phases.items():
+            m.batch_phase.labels("job", phase).observe(seconds)
+        for reason, count in stats.dead_reasons.items():
+            m.dead_letters.labels(dead_reason_label(reason)).inc(count)
+        m.late_records.labels(LATE_REASONS[1]).inc(stats.late)
+        m.records_written.labels(config.matches_topic).inc(stats.matches)
+        m.records_written.labels(config.popular_topic).inc(stats.popular)
+        m.records_written.labels(config.late_topic).inc(stats.late)
+        m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
+        m.matches.inc(stats.matches)
+        m.popular_readings.inc(stats.popular)
+        m.set_watermark(stats.watermark_ms)
 
 
 class MetricsServer:

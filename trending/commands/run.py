@@ -7,7 +7,8 @@ import logging
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from connectors.kafka import (
     add_kafka_arguments,
@@ -21,6 +22,7 @@ from trending.metrics import add_metrics_arguments
 
 if TYPE_CHECKING:
     from trending.jobs.hashtags import HashtagJobConfig
+    from trending.jobs.sensors import SensorJobConfig
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     jobs = run.add_subparsers(dest="job", metavar="JOB", required=True)
     _register_hashtags(jobs)
+    _register_sensors(jobs)
 
 
 def _duration(text: str) -> int:
@@ -58,21 +61,7 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
     window.add_argument(
         "--lateness", type=_duration, default="30s", help="allowed lateness behind max event time"
     )
-    trig = parser.add_argument_group("triggers")
-    trig.add_argument("--trigger", type=_duration, default="1s", help="processing-time trigger")
-    trig.add_argument(
-        "--available-now",
-        action="store_true",
-        help="process what is in the topic, close what the watermark allows, then exit",
-    )
-    trig.add_argument(
-        "--max-offsets-per-trigger", type=int, default=None, help="cap records per micro-batch"
-    )
-    trig.add_argument(
-        "--starting-offsets",
-        default="earliest",
-        help="where a new checkpoint starts: earliest, latest or Spark's JSON form",
-    )
+    _add_trigger_arguments(parser, "close what the watermark allows")
     topics = parser.add_argument_group("topics")
     topics.add_argument("--input-topic", default="tweets")
     topics.add_argument("--output-topic", default="trending-hashtags")
@@ -84,12 +73,88 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
         default=None,
         help="use the Confluent wire format (default: $SCHEMA_REGISTRY_URL; none: plain Avro)",
     )
+    _add_spark_arguments(parser, "checkpoints/hashtags")
+    parser.set_defaults(handler=run_hashtags)
+
+
+def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = jobs.add_parser(
+        "sensors",
+        help="sensor query matching: the last N readings, queries, popular readings",
+        description=(
+            "Keep a sliding window of the last N sensor readings (count eviction, one window or "
+            "one per sensor), match every query against it (Euclidean distance <= the query's "
+            "distance) and publish each match, and each reading that leaves the window matched "
+            "at least --threshold times. Events are applied in event-time order (ts, readings "
+            "before queries, partition, offset) once the watermark (max ts - lateness) passes "
+            "them; events already behind it go to the late topic, undecodable ones to the "
+            "dead-letter topic."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    window = parser.add_argument_group("window")
+    window.add_argument("--size", type=int, default=100, help="N: readings in the window")
+    window.add_argument(
+        "--threshold", type=int, default=3, help="matches that make an evicted reading popular"
+    )
+    window.add_argument(
+        "--lateness", type=_duration, default="5s", help="allowed lateness behind max event time"
+    )
+    window.add_argument(
+        "--partition-by",
+        choices=("none", "sensor"),
+        default="none",
+        help="sensor: a window of the last N readings per sensor",
+    )
+    window.add_argument(
+        "--cell-size",
+        type=float,
+        default=0.05,
+        help="side of the grid cells that index the window; about the queries' typical distance",
+    )
+    _add_trigger_arguments(parser, "apply what the final watermark allows")
+    topics = parser.add_argument_group("topics")
+    topics.add_argument("--readings-topic", default="sensor-readings")
+    topics.add_argument("--queries-topic", default="sensor-queries")
+    topics.add_argument("--matches-topic", default="sensor-matches")
+    topics.add_argument("--popular-topic", default="popular-readings")
+    topics.add_argument("--late-topic", default="sensor-late")
+    topics.add_argument("--dead-letter-topic", default="sensor-dlq")
+    topics.add_argument("--partitions", type=int, default=4, help="partitions of created topics")
+    topics.add_argument(
+        "--schema-registry-url",
+        default=None,
+        help="use the Confluent wire format (default: $SCHEMA_REGISTRY_URL; none: plain Avro)",
+    )
+    _add_spark_arguments(parser, "checkpoints/sensors")
+    parser.set_defaults(handler=run_sensors)
+
+
+def _add_trigger_arguments(parser: argparse.ArgumentParser, at_end: str) -> None:
+    trig = parser.add_argument_group("triggers")
+    trig.add_argument("--trigger", type=_duration, default="1s", help="processing-time trigger")
+    trig.add_argument(
+        "--available-now",
+        action="store_true",
+        help=f"process what is in the topics, {at_end}, then exit",
+    )
+    trig.add_argument(
+        "--max-offsets-per-trigger", type=int, default=None, help="cap records per micro-batch"
+    )
+    trig.add_argument(
+        "--starting-offsets",
+        default="earliest",
+        help="where a new checkpoint starts: earliest, latest or Spark's JSON form",
+    )
+
+
+def _add_spark_arguments(parser: argparse.ArgumentParser, checkpoint: str) -> None:
     add_kafka_arguments(parser)
     spark = parser.add_argument_group("spark")
     spark.add_argument("--master", default=None, help="Spark master (default: local[*])")
     spark.add_argument(
         "--checkpoint",
-        default="checkpoints/hashtags",
+        default=checkpoint,
         help="checkpoint location, any path Spark accepts (a folder, file://, hdfs://, s3a://): "
         "on a cluster, storage the driver and every executor reach; a new location starts a "
         "new job",
@@ -112,7 +177,6 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
     )
     add_metrics_arguments(parser)
-    parser.set_defaults(handler=run_hashtags)
 
 
 def run_hashtags(args: argparse.Namespace) -> int:
@@ -147,6 +211,49 @@ def run_hashtags(args: argparse.Namespace) -> int:
         spark_conf=parse_kafka_options(args.conf, "--conf"),
     )
     _validate(config)
+    _wait_for_kafka(bootstrap, kafka_options)
+    return run_job(config, (args.metrics_host, args.metrics_port))
+
+
+def run_sensors(args: argparse.Namespace) -> int:
+    """Run the sensor job until it ends (available-now), is stopped, or fails."""
+    import os
+
+    from trending.jobs.sensors import SensorJobConfig
+
+    bootstrap, kafka_options = kafka_from_args(args)
+    config = SensorJobConfig(
+        bootstrap=bootstrap,
+        checkpoint=args.checkpoint,
+        readings_topic=args.readings_topic,
+        queries_topic=args.queries_topic,
+        matches_topic=args.matches_topic,
+        popular_topic=args.popular_topic,
+        late_topic=args.late_topic,
+        dead_letter_topic=args.dead_letter_topic,
+        size=args.size,
+        threshold=args.threshold,
+        lateness_ms=args.lateness,
+        partition_by_sensor=args.partition_by == "sensor",
+        cell_size=args.cell_size,
+        trigger_ms=args.trigger,
+        available_now=args.available_now,
+        master=args.master,
+        starting_offsets=args.starting_offsets,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        shuffle_partitions=args.shuffle_partitions,
+        schema_registry_url=args.schema_registry_url or os.environ.get("SCHEMA_REGISTRY_URL"),
+        topic_partitions=args.partitions,
+        spark_kafka_options=parse_kafka_options(args.spark_kafka_option, "--spark-kafka-option"),
+        kafka_options=kafka_options,
+        spark_conf=parse_kafka_options(args.conf, "--conf"),
+    )
+    config.validate()
+    _wait_for_kafka(bootstrap, kafka_options)
+    return run_sensor_job(config, (args.metrics_host, args.metrics_port))
+
+
+def _wait_for_kafka(bootstrap: str, kafka_options: dict[str, str]) -> None:
     try:
         wait_for_kafka(bootstrap, timeout=20, extra=kafka_options)
     except UserError as error:
@@ -154,7 +261,6 @@ def run_hashtags(args: argparse.Namespace) -> int:
             f"{error}: start one with `trending broker` or point --bootstrap-servers "
             "(or KAFKA_BOOTSTRAP_SERVERS) at your cluster"
         ) from error
-    return run_job(config, (args.metrics_host, args.metrics_port))
 
 
 def _validate(config: HashtagJobConfig) -> None:
@@ -167,8 +273,43 @@ def _validate(config: HashtagJobConfig) -> None:
 
 
 def run_job(config: HashtagJobConfig, metrics_address: tuple[str, int] = ("127.0.0.1", 0)) -> int:
-    """Start Spark and the query, report progress, stop cleanly on Ctrl-C or SIGTERM."""
+    """Start Spark and the hashtags query, report progress, stop cleanly on Ctrl-C or SIGTERM."""
     from trending.jobs.hashtags import start_query, summarize
+
+    spark, monitoring = _start_spark("hashtags", config, metrics_address)
+    query, processor = start_query(
+        spark, config, on_processor=monitoring.attach if monitoring else None
+    )
+    banner = (
+        f"{config.input_topic} -> {config.output_topic} "
+        f"(size {format_duration_ms(config.size_ms)}, hop {format_duration_ms(config.hop_ms)}, "
+        f"top {config.k}, lateness {format_duration_ms(config.lateness_ms)})"
+    )
+    return _serve("hashtags", banner, spark, query, processor, monitoring, summarize)
+
+
+def run_sensor_job(
+    config: SensorJobConfig, metrics_address: tuple[str, int] = ("127.0.0.1", 0)
+) -> int:
+    """Start Spark and the sensor query, report progress, stop cleanly on Ctrl-C or SIGTERM."""
+    from trending.jobs.sensors import start_query, summarize
+
+    spark, monitoring = _start_spark("sensors", config, metrics_address)
+    query, processor = start_query(
+        spark, config, on_processor=monitoring.attach if monitoring else None
+    )
+    windows = "one per sensor" if config.partition_by_sensor else "one window"
+    banner = (
+        f"{config.readings_topic} + {config.queries_topic} -> {config.matches_topic}, "
+        f"{config.popular_topic} (last {config.size} readings, {windows}, threshold "
+        f"{config.threshold}, lateness {format_duration_ms(config.lateness_ms)})"
+    )
+    return _serve("sensors", banner, spark, query, processor, monitoring, summarize)
+
+
+def _start_spark(
+    job: str, config: HashtagJobConfig | SensorJobConfig, metrics_address: tuple[str, int]
+) -> tuple[Any, Any]:
     from trending.spark.listener import start_monitoring
     from trending.spark.session import build_session
 
@@ -176,20 +317,24 @@ def run_job(config: HashtagJobConfig, metrics_address: tuple[str, int] = ("127.0
     logging.getLogger("trending").setLevel(logging.INFO)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     spark = build_session(
-        "trending-hashtags", config.master, config.spark_conf, config.shuffle_partitions
+        f"trending-{job}", config.master, config.spark_conf, config.shuffle_partitions
     )
-    monitoring = start_monitoring(spark, config, metrics_address)
-    query, processor = start_query(
-        spark, config, on_processor=monitoring.attach if monitoring else None
-    )
+    return spark, start_monitoring(spark, config, metrics_address, kind=job)
+
+
+def _serve(
+    job: str,
+    banner: str,
+    spark: Any,
+    query: Any,
+    processor: Any,
+    monitoring: Any,
+    summarize: Callable[[Any], str],
+) -> int:
+    """Wait for ``query`` until it ends or a signal comes; then stop everything and report."""
     if monitoring is not None:
         monitoring.watch(query)
-    print(
-        f"trending: hashtags job running: {config.input_topic} -> {config.output_topic} "
-        f"(size {format_duration_ms(config.size_ms)}, hop {format_duration_ms(config.hop_ms)}, "
-        f"top {config.k}, lateness {format_duration_ms(config.lateness_ms)})",
-        file=sys.stderr,
-    )
+    print(f"trending: {job} job running: {banner}", file=sys.stderr)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -207,7 +352,7 @@ def run_job(config: HashtagJobConfig, metrics_address: tuple[str, int] = ("127.0
     if monitoring is not None:
         monitoring.close()
     spark.stop()
-    print(f"trending: hashtags job stopped: {summarize(processor.history)}", file=sys.stderr)
+    print(f"trending: {job} job stopped: {summarize(processor.history)}", file=sys.stderr)
     if exception is not None and not stop.is_set():
         raise UserError(f"the streaming query failed: {exception}")
     return 0

@@ -5,6 +5,7 @@ Layout under the ``--checkpoint`` location (``/dir``, ``file:///dir``, ``hdfs://
 
     trending-job.json   which job owns the checkpoint and with which window settings
     spark/              the streaming query's own checkpoint (offsets, commits, state store)
+    sensor-state/       the sensor job's state stores (pending events, window index, cells)
 
 The driver keeps no state files here: its state is committed with each batch's output in Kafka
 (:mod:`connectors.transactions`). On start-up :meth:`JobCheckpoint.claim` refuses settings other
@@ -46,6 +47,15 @@ class JobCheckpoint:
     def query_location(self) -> str:
         """Where the streaming query keeps its checkpoint."""
         return str(self._files.uri(QUERY))
+
+    def child_location(self, name: str) -> str:
+        """The URI of ``name`` under the checkpoint (e.g. a job's own state stores)."""
+        return str(self._files.uri(name))
+
+    def recorded_settings(self) -> dict[str, Any] | None:
+        """The settings the checkpoint was claimed with, or None for a new checkpoint."""
+        text = self._files.readText(IDENTITY_FILE)
+        return None if text is None else dict(json.loads(text).get("settings", {}))
 
     def claim(self, job: str, settings: Mapping[str, Any]) -> str:
         """The job id this checkpoint belongs to; a new one for a new checkpoint.

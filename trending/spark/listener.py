@@ -22,10 +22,13 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from connectors.kafka import client_config
-from trending.metrics import HashtagObserver, Metrics, MetricsServer, finite
+from trending.metrics import HashtagObserver, Metrics, MetricsServer, SensorObserver, finite
 
 if TYPE_CHECKING:
     from trending.jobs.hashtags import HashtagBatchProcessor, HashtagJobConfig
+    from trending.jobs.sensors import SensorBatchProcessor, SensorJobConfig
+
+    Processor = HashtagBatchProcessor | SensorBatchProcessor
 
 log = logging.getLogger(__name__)
 
@@ -214,8 +217,8 @@ class Monitoring:
         spark.streams.addListener(self.listener)
         self.lag = LagMonitor(metrics, self.listener, bootstrap, extra, lag_interval).start()
 
-    def watch(self, query: Any, processor: HashtagBatchProcessor | None = None) -> None:
-        """Follow only ``query`` from now on, and the hashtags ``processor``'s batches."""
+    def watch(self, query: Any, processor: Processor | None = None) -> None:
+        """Follow only ``query`` from now on, and the ``processor``'s batches."""
         self.query = query
         self.listener.query_id = str(query.id)
         if query.isActive:
@@ -223,9 +226,14 @@ class Monitoring:
         if processor is not None:
             self.attach(processor)
 
-    def attach(self, processor: HashtagBatchProcessor) -> None:
-        """Count the hashtags ``processor``'s batches (call before the query starts)."""
-        processor.observers.append(HashtagObserver(self.metrics, processor))
+    def attach(self, processor: Processor) -> None:
+        """Count the job ``processor``'s batches (call before the query starts)."""
+        from trending.jobs import sensors
+
+        if isinstance(processor, sensors.SensorBatchProcessor):
+            processor.observers.append(SensorObserver(self.metrics, processor))
+        else:
+            processor.observers.append(HashtagObserver(self.metrics, processor))
 
     def close(self) -> None:
         """Stop the lag monitor and the endpoint; remove the listener."""
@@ -237,10 +245,14 @@ class Monitoring:
 
 
 def start_monitoring(
-    spark: Any, config: HashtagJobConfig, address: tuple[str, int], lag_interval: float = 10.0
+    spark: Any,
+    config: HashtagJobConfig | SensorJobConfig,
+    address: tuple[str, int],
+    lag_interval: float = 10.0,
+    kind: str = "hashtags",
 ) -> Monitoring | None:
-    """Serve the hashtags job's metrics on ``address`` (host, port); None when the port is 0."""
+    """Serve a job's metrics on ``address`` (host, port); None when the port is 0."""
     if address[1] == 0:
         return None
-    metrics = Metrics("hashtags", str(spark.version))
+    metrics = Metrics(kind, str(spark.version))
     return Monitoring(spark, metrics, address, config.bootstrap, config.kafka_options, lag_interval)

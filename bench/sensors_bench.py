@@ -1,0 +1,193 @@
+"""`make bench-sensors`: the sensor job's readings/s and queries/s as the window grows.
+
+For each window size N in ``--sizes`` (100, 10^4, 10^6) and each master (``local[2]``,
+``local[1]``), one run in its own process (its own JVM), one global window:
+
+1. **readings**: N + ``--readings`` readings (uniform in the unit square, 100,000/s of event time)
+   fill the window; the job runs them with ``--available-now`` in batches of
+   ``--max-offsets-per-trigger``: readings/s from the first batch to the last commit;
+2. **queries**: then ``--queries`` queries (event times after the readings) are produced and the
+   job runs again on the same checkpoint: queries/s, and the cost per query in microseconds.
+
+The query distance shrinks with N, ``d = sqrt(m / (pi N))``, so that a query matches ``m`` =
+``--matches`` readings on average at every N (its output does not grow with N), and the grid's
+cells are ``2d`` wide. The grid is what keeps a query's cost flat as N grows: the line
+``cost per query N=max : N=min`` states the ratio (target <= 2). Peak memory is the resident
+set of the run's process tree (Python driver + JVM). Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set,
+else a local broker. Then runs ``bench/spl_runner_bench.py`` (the SPL runner's figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.procmem import bench_broker, run_measured
+
+ROOT = Path(__file__).resolve().parents[1]
+START_MS = 1_700_000_000_000
+EVENTS_PER_SECOND = 100_000.0
+LATENESS_MS = 200  # 20,000 readings of event time: covers the batches' split over partitions
+
+
+def distance_for(size: int, matches: float) -> float:
+    """The distance at which a query matches ``matches`` of ``size`` uniform readings."""
+    return math.sqrt(matches / (math.pi * size))
+
+
+def readings_topic(bootstrap: str, count: int) -> str:
+    """A topic of ``count`` generated readings, made once per broker."""
+    from bench.trending_bench import topic_size
+    from trending.sensors_data import generate_readings, produce_sensor_records
+
+    topic = f"bench-sensors-readings-{count}"
+    if topic_size(bootstrap, topic) != count:
+        topic = f"{topic}-{uuid.uuid4().hex[:6]}"
+        stream = generate_readings(1, count, start_ms=START_MS, events_per_second=EVENTS_PER_SECOND)
+        produce_sensor_records(bootstrap, topic, stream, schema="sensor_reading", partitions=4)
+    return topic
+
+
+def run_one(args: argparse.Namespace) -> dict[str, Any]:
+    """Both phases of one (N, master) run, in this process."""
+    from trending.jobs.sensors import SensorJobConfig, start_query
+    from trending.sensors_data import generate_queries, produce_sensor_records
+    from trending.spark.session import build_session
+
+    cores = int(args.master.removeprefix("local[").removesuffix("]"))
+    spark = build_session("bench-sensors", args.master, shuffle_partitions=cores)
+    distance = distance_for(args.size, args.matches)
+    tag = uuid.uuid4().hex[:8]
+    queries = f"bench-sensors-queries-{tag}"
+    with tempfile.TemporaryDirectory(prefix="bench-sensors-") as work:
+        config = SensorJobConfig(
+            bootstrap=args.bootstrap, checkpoint=f"{work}/checkpoint",
+            readings_topic=args.topic, queries_topic=queries,
+            matches_topic=f"bench-sensors-matches-{tag}",
+            popular_topic=f"bench-sensors-popular-{tag}", late_topic=f"bench-sensors-late-{tag}",
+            dead_letter_topic=f"bench-sensors-dlq-{tag}", size=args.size,
+            lateness_ms=LATENESS_MS, cell_size=2 * distance, available_now=True,
+            max_offsets_per_trigger=args.batch,
+        )  # fmt: skip
+        loading = _run(spark, config, start_query)
+        last_reading_ms = START_MS + int(args.readings_total * 1000 / EVENTS_PER_SECOND)
+        stream = generate_queries(
+            2, args.queries, start_ms=last_reading_ms + 1_000, distance=distance,
+            events_per_second=EVENTS_PER_SECOND,
+        )  # fmt: skip
+        produce_sensor_records(args.bootstrap, queries, stream, schema="sensor_query")
+        querying = _run(spark, config, start_query)
+    spark.stop()
+    return {"size": args.size, "master": args.master, "distance": distance,
+            "loading": loading, "querying": querying}  # fmt: skip
+
+
+def _run(spark: Any, config: Any, start_query: Any) -> dict[str, Any]:
+    query, processor = start_query(spark, config)
+    try:
+        query.awaitTermination()
+    finally:
+        processor.close()
+    done = [s for s in processor.history if not s.skipped]
+    seconds = done[-1].started_at + done[-1].seconds - done[0].started_at
+    return {
+        "seconds": seconds,
+        "batches": len(done),
+        "readings": sum(s.readings for s in done),
+        "queries": sum(s.queries for s in done),
+        "matches": sum(s.matches for s in done),
+        "popular": sum(s.popular for s in done),
+    }
+
+
+def measure(
+    bootstrap: str, topic: str, size: int, master: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    command = [
+        sys.executable, __file__, "--one", "--bootstrap", bootstrap, "--topic", topic,
+        "--size", str(size), "--master", master, "--queries", str(args.queries),
+        "--matches", str(args.matches), "--batch", str(args.batch),
+        "--readings-total", str(size + args.readings),
+    ]  # fmt: skip
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    seconds, peak, text = run_measured(command, env)
+    line = next(x for x in text.splitlines() if x.startswith("RESULT "))
+    result: dict[str, Any] = json.loads(line.removeprefix("RESULT "))
+    result["peak_rss"] = peak
+    result["wall"] = seconds
+    return result
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    print(f"\n{'N':>9} {'master':9} {'readings/s':>11} {'queries/s':>10} {'us/query':>9} "
+          f"{'matches/q':>9} {'popular':>8} {'peak RSS':>9}")  # fmt: skip
+    for r in results:
+        load, ask = r["loading"], r["querying"]
+        per_query = ask["seconds"] / max(ask["queries"], 1) * 1e6
+        print(
+            f"{r['size']:>9,} {r['master']:9} {load['readings'] / load['seconds']:>11,.0f} "
+            f"{ask['queries'] / ask['seconds']:>10,.0f} {per_query:>9.1f} "
+            f"{ask['matches'] / max(ask['queries'], 1):>9.2f} "
+            f"{load['popular'] + ask['popular']:>8,} "
+            f"{r['peak_rss'] / 2**20:>7.0f}MB"
+        )
+    for master in sorted({r["master"] for r in results}):
+        runs = sorted((r for r in results if r["master"] == master), key=lambda r: r["size"])
+        cost = [r["querying"]["seconds"] / max(r["querying"]["queries"], 1) for r in runs]
+        print(f"cost per query N={runs[-1]['size']:,} : N={runs[0]['size']:,} on {master}: "
+              f"{cost[-1] / cost[0]:.2f} (target <= 2)")  # fmt: skip
+    for size in sorted({r["size"] for r in results}):
+        pair = {r["master"]: r for r in results if r["size"] == size}
+        if {"local[1]", "local[2]"} <= pair.keys():
+            rate = {m: pair[m]["loading"]["readings"] / pair[m]["loading"]["seconds"] for m in pair}
+            print(f"readings/s local[2] : local[1] at N={size:,}: "
+                  f"{rate['local[2]'] / rate['local[1]']:.2f}")  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,10000,1000000")
+    parser.add_argument("--masters", default="local[2],local[1]")
+    parser.add_argument("--readings", type=int, default=200_000, help="readings beyond N")
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--matches", type=float, default=4.0, help="mean matches per query")
+    parser.add_argument("--batch", type=int, default=200_000, help="max offsets per trigger")
+    parser.add_argument("--skip-spl", action="store_true", help="do not run the SPL runner bench")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--master", help=argparse.SUPPRESS)
+    parser.add_argument("--readings-total", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print("RESULT " + json.dumps(run_one(args)), flush=True)
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",")]
+    masters = args.masters.split(",")
+    results = []
+    with bench_broker(ROOT / "build" / "bench-broker") as bootstrap:
+        for size in sizes:
+            topic = readings_topic(bootstrap, size + args.readings)
+            for master in masters:
+                result = measure(bootstrap, topic, size, master, args)
+                results.append(result)
+                print(json.dumps(result), flush=True)
+    report(results)
+    if not args.skip_spl and (ROOT / "bench" / "spl_runner_bench.py").exists():
+        subprocess.run([sys.executable, str(ROOT / "bench" / "spl_runner_bench.py")], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,301 @@
+"""The sensor query job on a real Kafka broker and a real Spark session.
+
+The oracle is the SensorQuery application of the SPL seed, by brute force: events sorted by
+``(ts, kind, partition, offset)``, those with ``ts < max ts - lateness`` applied one by one to a
+list of the last N readings (one list, or one per sensor), every query compared with every reading
+in the list(s), a reading evicted when the (N+1)-th reading of its list arrives.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from connectors.avro import AvroCodec
+from connectors.kafka import ensure_topics
+from connectors.transactions import TransactionalBatchWriter
+from tests.support.kafka import read_all
+from trending.errors import UserError
+from trending.jobs.sensors import SensorJobConfig, start_query
+
+pytestmark = pytest.mark.integration
+
+BASE_MS = 1_700_000_000_000
+LATENESS_MS = 2_000
+Event = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from trending.spark.session import build_session
+
+    session = build_session("tests-sensors", "local[2]", shuffle_partitions=3)
+    yield session
+    session.stop()
+
+
+def make_events(readings: int, queries: int, seed: int, sensors: int = 7) -> list[Event]:
+    """Readings and queries interleaved in event time, 10 ms apart, jitter < lateness, some
+    equal timestamps; positions on a coarse lattice so that some lie exactly at a distance."""
+    rng = random.Random(seed)
+    kinds = ["r"] * readings + ["q"] * queries
+    rng.shuffle(kinds)
+    events: list[Event] = []
+    for i, kind in enumerate(kinds):
+        ts = BASE_MS + (i // 3) * 10 - rng.randrange(800)
+        x, y = rng.randrange(21) / 20, rng.randrange(21) / 20
+        if kind == "r":
+            value = rng.random() * 1000
+            events.append({"kind": "r", "sensor_id": rng.randrange(sensors), "x": x, "y": y,
+                           "value": value, "ts": ts})  # fmt: skip
+        else:
+            distance = rng.choice([0.05, 0.1, 0.15, 0.3])
+            events.append({"kind": "q", "query_id": i, "x": x, "y": y, "distance": distance,
+                           "ts": ts})  # fmt: skip
+    return events
+
+
+def oracle(
+    events: list[Event], size: int, threshold: int, per_sensor: bool
+) -> tuple[Counter[tuple[Any, ...]], Counter[tuple[Any, ...]]]:
+    """Matches and popular readings as multisets, from the seed's rules (see module docstring)."""
+    watermark = max(e["ts"] for e in events) - LATENESS_MS
+    ordered = sorted(
+        (e for e in events if e["ts"] < watermark),
+        key=lambda e: (e["ts"], 0 if e["kind"] == "r" else 1, e["partition"], e["offset"]),
+    )
+    windows: dict[Any, list[list[Any]]] = {}
+    matches: Counter[tuple[Any, ...]] = Counter()
+    popular: Counter[tuple[Any, ...]] = Counter()
+    for e in ordered:
+        if e["kind"] == "r":
+            window = windows.setdefault(e["sensor_id"] if per_sensor else 0, [])
+            if len(window) == size:
+                old, count = window.pop(0)
+                if count >= threshold:
+                    popular[(old["sensor_id"], old["x"], old["y"], old["value"], old["ts"],
+                             count)] += 1  # fmt: skip
+            window.append([e, 0])
+            continue
+        for window in windows.values():
+            for entry in window:
+                r = entry[0]
+                if math.sqrt((r["x"] - e["x"]) ** 2 + (r["y"] - e["y"]) ** 2) <= e["distance"]:
+                    entry[1] += 1
+                    matches[(e["query_id"], r["sensor_id"], r["value"], r["ts"], e["ts"])] += 1
+    return matches, popular
+
+
+class Job:
+    """One job's topics and checkpoint."""
+
+    def __init__(self, bootstrap: str, tmp_path: Path) -> None:
+        tag = uuid.uuid4().hex[:8]
+        self.bootstrap = bootstrap
+        names = ("readings", "queries", "matches", "popular", "late", "dlq")
+        self.topics = {n: f"sensor-{n}-{tag}" for n in names}
+        self.checkpoint = tmp_path / f"checkpoint-{tag}"
+        ensure_topics(bootstrap, [self.topics["readings"], self.topics["queries"]], partitions=3)
+
+    def produce(self, events: list[Event], extra: tuple[bytes | None, ...] = ()) -> None:
+        """Write ``events``, noting each one's partition and offset on it."""
+        codecs = {"r": AvroCodec("sensor_reading"), "q": AvroCodec("sensor_query")}
+        topics = {"r": self.topics["readings"], "q": self.topics["queries"]}
+        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
+        for event in events:
+            record = {k: v for k, v in event.items() if k != "kind"}
+
+            def delivered(error: Any, message: Any, event: Event = event) -> None:
+                assert error is None
+                event["partition"], event["offset"] = message.partition(), message.offset()
+
+            key = str(event.get("sensor_id", event.get("query_id"))).encode()
+            producer.produce(
+                topics[event["kind"]], codecs[event["kind"]].encode(record), key=key,
+                on_delivery=delivered,
+            )  # fmt: skip
+            producer.poll(0)
+        for raw in extra:
+            producer.produce(self.topics["readings"], raw, key=b"bad")
+        assert producer.flush(30) == 0
+
+    def config(self, **overrides: Any) -> SensorJobConfig:
+        settings: dict[str, Any] = {
+            "bootstrap": self.bootstrap,
+            "checkpoint": str(self.checkpoint),
+            "readings_topic": self.topics["readings"],
+            "queries_topic": self.topics["queries"],
+            "matches_topic": self.topics["matches"],
+            "popular_topic": self.topics["popular"],
+            "late_topic": self.topics["late"],
+            "dead_letter_topic": self.topics["dlq"],
+            "lateness_ms": LATENESS_MS,
+            "available_now": True,
+            "cell_size": 0.1,
+        }
+        settings.update(overrides)
+        return SensorJobConfig(**settings)
+
+    def run(self, spark: Any, **overrides: Any) -> Any:
+        query, processor = start_query(spark, self.config(**overrides))
+        try:
+            query.awaitTermination()
+        finally:
+            processor.close()
+        assert query.exception() is None
+        return processor
+
+    def results(self) -> tuple[Counter[tuple[Any, ...]], Counter[tuple[Any, ...]]]:
+        match_codec, popular_codec = AvroCodec("sensor_match"), AvroCodec("popular_reading")
+        matches: Counter[tuple[Any, ...]] = Counter()
+        for r in read_all(self.bootstrap, self.topics["matches"]):
+            m = match_codec.decode(r.value)
+            key = (m["query_id"], m["sensor_id"], m["value"], m["reading_ts"], m["query_ts"])
+            matches[key] += 1
+        popular: Counter[tuple[Any, ...]] = Counter()
+        for r in read_all(self.bootstrap, self.topics["popular"]):
+            p = popular_codec.decode(r.value)
+            popular[(p["sensor_id"], p["x"], p["y"], p["value"], p["ts"], p["matches"])] += 1
+        return matches, popular
+
+
+@pytest.mark.parametrize("per_sensor", [False, True], ids=["global", "per-sensor"])
+def test_matches_and_popular_equal_the_seed_model(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path, per_sensor: bool
+) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    events = make_events(1_500, 600, seed=11)
+    job.produce(events, extra=(b"\x01garbage", None))
+    size, threshold = (6, 2) if per_sensor else (25, 3)
+    processor = job.run(
+        spark, size=size, threshold=threshold, partition_by_sensor=per_sensor,
+        max_offsets_per_trigger=500,
+    )  # fmt: skip
+    matches, popular = job.results()
+    expected_matches, expected_popular = oracle(events, size, threshold, per_sensor)
+    assert sum(expected_matches.values()) > 500 and sum(expected_popular.values()) > 20
+    assert matches == expected_matches
+    assert popular == expected_popular
+    assert len(processor.history) >= 4
+    assert sum(s.late for s in processor.history) == 0
+    letters = read_all(kafka_bootstrap, job.topics["dlq"])
+    reasons = sorted(AvroCodec("dead_letter").decode(r.value)["reason"] for r in letters)
+    assert reasons == ["empty value", "value is not valid Avro for the schema"]
+
+
+def test_batch_splits_do_not_change_the_results(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    events = make_events(900, 400, seed=12)
+    results = []
+    for cap in (260, None):
+        job = Job(kafka_bootstrap, tmp_path)
+        produced = [dict(e) for e in events]
+        job.produce(produced)  # same keys, same order: same partitions and offsets
+        processor = job.run(
+            spark, size=10, threshold=2, partition_by_sensor=True, max_offsets_per_trigger=cap
+        )
+        assert len(processor.history) >= (5 if cap else 1)
+        results.append(job.results())
+    assert results[0] == results[1] == oracle(produced, 10, 2, True)
+
+
+def test_a_failed_batch_is_redone_and_a_restart_goes_on(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    first, second = make_events(800, 300, seed=13), make_events(800, 300, seed=14)
+    for e in second:
+        e["ts"] += 60_000
+    job.produce(first)
+    original = TransactionalBatchWriter.write_batch
+
+    def fail_on_batch_2(
+        self: TransactionalBatchWriter, batch_id: int, records: Any, state: Any = None
+    ) -> int:
+        if batch_id == 2:
+            raise RuntimeError("injected delivery failure")
+        return original(self, batch_id, records, state)
+
+    monkeypatch.setattr(TransactionalBatchWriter, "write_batch", fail_on_batch_2)
+    query, failed = start_query(spark, job.config(size=30, max_offsets_per_trigger=300))
+    with pytest.raises(Exception, match="injected delivery failure"):
+        query.awaitTermination()
+    failed.close()
+    monkeypatch.setattr(TransactionalBatchWriter, "write_batch", original)
+    processor = job.run(spark, size=30, max_offsets_per_trigger=300)
+    assert processor.history[0].batch_id == 2
+    job.produce(second)
+    job.run(spark, size=30)
+    assert job.results() == oracle(first + second, 30, 3, False)
+
+
+def test_late_events_are_routed_and_other_settings_refused(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    events = make_events(900, 300, seed=15)
+    job.produce(events)
+    job.run(spark)
+    late = {"kind": "q", "query_id": 10**9, "x": 0.5, "y": 0.5, "distance": 1.0}
+    late["ts"] = BASE_MS - 10_000
+    job.produce([late])
+    processor = job.run(spark)
+    assert [s.late for s in processor.history] == [1]
+    codec = AvroCodec("dead_letter")
+    letters = [codec.decode(r.value) for r in read_all(job.bootstrap, job.topics["late"])]
+    assert [(d["topic"], d["offset"]) for d in letters] == [(job.topics["queries"], late["offset"])]
+    assert letters[0]["reason"].startswith("late: event time")
+    assert job.results() == oracle(events, 100, 3, False)
+    with pytest.raises(UserError, match="size 100 -> 50"):
+        job.run(spark, size=50)
+
+
+def job_command(job: Job, *extra: str) -> list[str]:
+    t = job.topics
+    return [
+        sys.executable, "-m", "trending.cli", "run", "sensors", "--available-now",
+        "--master", "local[2]", "--checkpoint", f"file://{job.checkpoint}",
+        "--bootstrap-servers", job.bootstrap, "--readings-topic", t["readings"],
+        "--queries-topic", t["queries"], "--matches-topic", t["matches"],
+        "--popular-topic", t["popular"], "--late-topic", t["late"],
+        "--dead-letter-topic", t["dlq"], "--lateness", f"{LATENESS_MS}ms",
+        "--cell-size", "0.1", "--metrics-port", "0", *extra,
+    ]  # fmt: skip
+
+
+def test_a_killed_driver_restarts_exactly(kafka_bootstrap: str, tmp_path: Path) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    events = make_events(2_000, 800, seed=16)
+    job.produce(events)
+    command = job_command(job, "--size", "40", "--max-offsets-per-trigger", "500")
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert process.stderr is not None
+    log: list[str] = []
+    try:
+        for line in process.stderr:
+            log.append(line)
+            if re.search(r"batch 2: \d+ readings", line):
+                break
+        else:
+            raise AssertionError("the job ended before batch 2:\n" + "".join(log)[-4000:])
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(60)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert re.search(r"sensors job stopped: \d+ micro-batches", result.stderr)
+    assert job.results() == oracle(events, 40, 3, False)

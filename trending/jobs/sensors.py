@@ -1,0 +1,435 @@
+"""Sensor query matching (the SensorQuery application), from Kafka to Kafka.
+
+A sliding window of the last N sensor readings (SPL: eviction count(N), trigger count(1)), one
+global window or one per sensor. Every query yields one match per reading in the window within
+its distance, ``sqrt((x_r - x_q)^2 + (y_r - y_q)^2) <= d``; every reading counts the queries that
+matched it while it was in the window, and one that leaves the window (is evicted) with at least
+``threshold`` matches is published as popular.
+
+Order: readings and queries are applied by ``(ts, kind, partition, offset)`` (readings before
+queries at equal ts), each once the watermark ``W = max ts seen - lateness`` is past it
+(``ts < W``), so results depend neither on arrival timing nor on batching. Events already behind
+``W`` when they arrive are late: counted and routed to the late topic.
+
+The windows live on the executors, in Spark's state store (:mod:`trending.spark.sensor_steps`).
+The driver keeps the watermark, the global window's reading count and the bounds of the reading
+positions, committed with each batch's output in one Kafka transaction
+(:mod:`connectors.transactions`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from connectors.avro import AvroCodec, schema_json
+from connectors.kafka import ensure_topics
+from connectors.spark_kafka import read_kafka_stream, source_options
+from connectors.transactions import OutRecord, TransactionalBatchWriter
+from trending.errors import UserError
+from trending.spark.checkpoint import JobCheckpoint
+from trending.spark.sensor_steps import (
+    DEAD,
+    LATE,
+    MATCH,
+    SIDE_COLUMNS,
+    OutputSchemas,
+    SensorSteps,
+    SensorTopics,
+    batch_figures,
+    encoded_output,
+    sensor_events,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+log = logging.getLogger(__name__)
+STATE_LAYOUT = "sensor-cells-1"  # jvm/udf/src/main/java/trending/sensors
+STATE_FOLDER = "sensor-state"
+STATE_STORE_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",
+}
+
+
+@dataclass(frozen=True)
+class SensorJobConfig:
+    """Everything ``trending run sensors`` can be told (times in milliseconds)."""
+
+    bootstrap: str
+    checkpoint: str
+    readings_topic: str = "sensor-readings"
+    queries_topic: str = "sensor-queries"
+    matches_topic: str = "sensor-matches"
+    popular_topic: str = "popular-readings"
+    late_topic: str = "sensor-late"
+    dead_letter_topic: str = "sensor-dlq"
+    size: int = 100
+    threshold: int = 3
+    lateness_ms: int = 5_000
+    partition_by_sensor: bool = False
+    cell_size: float = 0.05
+    trigger_ms: int = 1_000
+    available_now: bool = False
+    master: str | None = None
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    shuffle_partitions: int | None = None
+    schema_registry_url: str | None = None
+    topic_partitions: int = 4
+    spark_kafka_options: Mapping[str, str] = field(default_factory=dict)
+    kafka_options: Mapping[str, str] = field(default_factory=dict)
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Raise :class:`UserError` for settings no window can run with."""
+        if self.size <= 0:
+            raise UserError(f"--size must be positive, got {self.size}")
+        if self.threshold < 0:
+            raise UserError(f"--threshold must be >= 0, got {self.threshold}")
+        if self.lateness_ms < 0:
+            raise UserError("--lateness must be >= 0")
+        if not (math.isfinite(self.cell_size) and self.cell_size > 0):
+            raise UserError(f"--cell-size must be a positive number, got {self.cell_size}")
+
+    def state_settings(self, partitions: int) -> dict[str, Any]:
+        """The settings the job's state depends on: a checkpoint keeps them for its lifetime."""
+        return {
+            "state_layout": STATE_LAYOUT,
+            "size": self.size,
+            "threshold": self.threshold,
+            "lateness_ms": self.lateness_ms,
+            "partition_by": "sensor" if self.partition_by_sensor else "none",
+            "cell_size": self.cell_size,
+            "state_partitions": partitions,
+        }
+
+
+@dataclass
+class DriverState:
+    """The driver's small state, committed with each batch's output."""
+
+    watermark_ms: int | None = None
+    readings: int = 0  # readings the global window numbered so far
+    bounds: tuple[float, float, float, float] | None = None  # of every reading position seen
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": 1,
+            "watermark_ms": self.watermark_ms,
+            "readings": self.readings,
+            "bounds": None if self.bounds is None else list(self.bounds),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DriverState:
+        if data.get("v") != 1:
+            raise ValueError(f"unknown state version {data.get('v')!r}")
+        bounds = data.get("bounds")
+        return cls(
+            data.get("watermark_ms"),
+            int(data["readings"]),
+            None if bounds is None else (bounds[0], bounds[1], bounds[2], bounds[3]),
+        )
+
+    def widened(self, bounds: tuple[float, float, float, float] | None) -> None:
+        if bounds is None:
+            return
+        if self.bounds is None:
+            self.bounds = bounds
+            return
+        a, b = self.bounds, bounds
+        self.bounds = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+
+
+@dataclass
+class SensorBatchStats:
+    """What one micro-batch did, for the progress line and metrics."""
+
+    batch_id: int
+    events: int = 0  # records read, of every kind
+    readings: int = 0  # readings applied (put in the window)
+    queries: int = 0  # queries applied
+    matches: int = 0
+    popular: int = 0
+    pending: int = 0  # events waiting for the watermark after the batch
+    late: int = 0
+    dead: int = 0
+    seconds: float = 0.0
+    watermark_ms: int | None = None
+    skipped: bool = False
+    started_at: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    dead_reasons: dict[str, int] = field(default_factory=dict)
+
+
+class SensorBatchProcessor:
+    """The ``foreachBatch`` function: exactly-once matches and popular readings."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: SensorJobConfig,
+        checkpoint: JobCheckpoint,
+        job_id: str,
+        partitions: int,
+        writer: TransactionalBatchWriter,
+    ) -> None:
+        self.config = config
+        self.checkpoint = checkpoint
+        self.job_id = job_id
+        self.writer = writer
+        self.state = _restore(writer)
+        url = config.schema_registry_url
+        self.dead_codec = AvroCodec("dead_letter", url, subject=f"{config.dead_letter_topic}-value")
+        self.late_codec = AvroCodec("dead_letter", url, subject=f"{config.late_topic}-value")
+        match = AvroCodec("sensor_match", url, subject=f"{config.matches_topic}-value")
+        popular = AvroCodec("popular_reading", url, subject=f"{config.popular_topic}-value")
+        self.outputs = OutputSchemas(match.text, popular.text, match.header, popular.header)
+        self.topics = SensorTopics(
+            config.readings_topic,
+            config.queries_topic,
+            schema_json("sensor_reading"),
+            schema_json("sensor_query"),
+        )
+        self.steps = SensorSteps(
+            spark,
+            checkpoint.child_location(STATE_FOLDER),
+            partitions,
+            config.size,
+            config.threshold,
+            config.cell_size,
+            config.partition_by_sensor,
+            job_id,
+        )
+        self.history: list[SensorBatchStats] = []
+        self.observers: list[Callable[[SensorBatchStats, SensorBatchProcessor], None]] = []
+
+    def settle_checkpoint(self) -> None:
+        """Match the query's checkpoint with the committed output (before the query starts)."""
+        repair = self.checkpoint.settle(self.writer.last_committed, self.state.watermark_ms)
+        if repair:
+            log.warning("checkpoint: %s", repair)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
+        stats = SensorBatchStats(
+            batch_id, watermark_ms=self.state.watermark_ms, started_at=time.time()
+        )
+        if batch_id <= self.writer.last_committed:
+            stats.skipped = True  # replayed after a crash: its output is already committed
+        else:
+            self._process(batch, batch_id, stats)
+        stats.seconds = time.monotonic() - started
+        self.history.append(stats)
+        for observe in self.observers:
+            observe(stats, self)
+        log.info(_describe(stats))
+
+    def _process(self, batch: DataFrame, batch_id: int, stats: SensorBatchStats) -> None:
+        confluent = self.config.schema_registry_url is not None
+        clock = time.monotonic()
+        events = sensor_events(batch, self.topics, confluent, self.state.watermark_ms).persist()
+        try:
+            figures = batch_figures(events)
+            state = self._advanced(figures.newest_ms, figures.bounds)
+            stats.phases["read"] = _lap(clock)
+            clock = time.monotonic()
+            output = self.steps.run(
+                events, batch_id, state.watermark_ms, self.state.readings, state.bounds
+            )
+            stats.phases["windows"] = _lap(clock)
+            clock = time.monotonic()
+            results = encoded_output(output, self.outputs).toArrow()
+            side = events.where(events.kind.isin(LATE, DEAD)).select(*SIDE_COLUMNS).toArrow()
+            stats.phases["collect"] = _lap(clock)
+        finally:
+            self.steps.release()
+            events.unpersist()
+        figures_after = self.steps.figures()
+        state.readings = self.state.readings + (
+            0 if self.config.partition_by_sensor else figures_after["readings"]
+        )
+        clock = time.monotonic()
+        records = list(self._result_records(results))
+        records.extend(self._side_records(side, stats))
+        self.writer.write_batch(batch_id, records, state.to_json())
+        stats.phases["publish"] = _lap(clock)
+        self.state = state
+        stats.events = sum(figures.counts.values())
+        stats.watermark_ms = state.watermark_ms
+        for name in ("readings", "queries", "matches", "popular", "pending"):
+            setattr(stats, name, figures_after[name])
+
+    def _advanced(
+        self, newest_ms: int | None, bounds: tuple[float, float, float, float] | None
+    ) -> DriverState:
+        """The state after this batch's events: ``W' = max(W, newest - lateness)``."""
+        current = self.state
+        watermark = current.watermark_ms
+        if newest_ms is not None:
+            candidate = newest_ms - self.config.lateness_ms
+            watermark = candidate if watermark is None else max(watermark, candidate)
+        state = DriverState(watermark, current.readings, current.bounds)
+        state.widened(bounds)
+        return state
+
+    def _result_records(self, table: Any) -> Iterator[OutRecord]:
+        kinds = table.column("kind").to_pylist()
+        keys = table.column("key").to_pylist()
+        values = table.column("value").to_pylist()
+        matches, popular = self.config.matches_topic, self.config.popular_topic
+        for kind, key, value in zip(kinds, keys, values, strict=True):
+            yield OutRecord(matches if kind == MATCH else popular, key, value)
+
+    def _side_records(self, table: Any, stats: SensorBatchStats) -> Iterator[OutRecord]:
+        columns = {name: table.column(name).to_pylist() for name in table.column_names}
+        now = int(time.time() * 1000)
+        watermark = self.state.watermark_ms
+        for i, kind in enumerate(columns["kind"]):
+            letter = {
+                name: columns[name][i] for name in ("topic", "partition", "offset", "key", "value")
+            }
+            letter["failed_at"] = now
+            if kind == LATE:
+                stats.late += 1
+                letter["reason"] = (
+                    f"late: event time {columns['ts'][i]} is behind the watermark {watermark}"
+                )
+                yield OutRecord(
+                    self.config.late_topic, letter["key"], self.late_codec.encode(letter)
+                )
+            else:
+                reason = str(columns["reason"][i])
+                stats.dead += 1
+                stats.dead_reasons[reason] = stats.dead_reasons.get(reason, 0) + 1
+                letter["reason"] = reason
+                yield OutRecord(
+                    self.config.dead_letter_topic, letter["key"], self.dead_codec.encode(letter)
+                )
+
+
+def _lap(clock: float) -> float:
+    return time.monotonic() - clock
+
+
+def _restore(writer: TransactionalBatchWriter) -> DriverState:
+    committed = writer.committed
+    if committed.batch_id < 0:
+        return DriverState()
+    try:
+        return DriverState.from_json(committed.state)
+    except (ValueError, KeyError, TypeError, IndexError) as error:
+        raise UserError(
+            f"the state committed with batch {committed.batch_id} for "
+            f"{writer.transactional_id} cannot be read ({error}); start over with a new "
+            "--checkpoint"
+        ) from error
+
+
+def _describe(stats: SensorBatchStats) -> str:
+    if stats.skipped:
+        return f"batch {stats.batch_id}: already committed, skipped"
+    return (
+        f"batch {stats.batch_id}: {stats.readings} readings, {stats.queries} queries applied, "
+        f"{stats.matches} matches, {stats.popular} popular, {stats.pending} pending, "
+        f"{stats.late} late, {stats.dead} dead letters in {stats.seconds:.2f}s ("
+        + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in stats.phases.items())
+        + ")"
+    )
+
+
+def summarize(history: list[SensorBatchStats]) -> str:
+    """One line over a run."""
+    done = [s for s in history if not s.skipped]
+    if not done:
+        return "no new micro-batches"
+    events = sum(s.events for s in done)
+    seconds = done[-1].started_at + done[-1].seconds - done[0].started_at
+    return (
+        f"{len(done)} micro-batches: {events} events, {sum(s.readings for s in done)} readings "
+        f"and {sum(s.queries for s in done)} queries applied, "
+        f"{sum(s.matches for s in done)} matches, {sum(s.popular for s in done)} popular, "
+        f"{sum(s.late for s in done)} late, {sum(s.dead for s in done)} dead letters; "
+        f"{seconds:.2f}s from first read to last commit = {events / max(seconds, 1e-9):.0f} "
+        "events/s"
+    )
+
+
+def store_partitions(
+    spark: SparkSession, config: SensorJobConfig, checkpoint: JobCheckpoint
+) -> int:
+    """The state's partitions: as recorded by the checkpoint, else the session's shuffle
+    partitions; an explicit ``--shuffle-partitions`` other than the recorded one is refused."""
+    recorded = (checkpoint.recorded_settings() or {}).get("state_partitions")
+    if recorded is not None and config.shuffle_partitions in (None, recorded):
+        return int(recorded)
+    return int(config.shuffle_partitions or spark.conf.get("spark.sql.shuffle.partitions") or 1)
+
+
+def open_processor(spark: SparkSession, config: SensorJobConfig) -> SensorBatchProcessor:
+    """Claim the checkpoint, fence the previous writer and read the committed state."""
+    checkpoint = JobCheckpoint(spark, config.checkpoint)
+    partitions = store_partitions(spark, config, checkpoint)
+    job_id = checkpoint.claim("sensors", config.state_settings(partitions))
+    writer = TransactionalBatchWriter(
+        config.bootstrap, f"trending-sensors-{job_id}", config.kafka_options
+    )
+    try:
+        processor = SensorBatchProcessor(spark, config, checkpoint, job_id, partitions, writer)
+        processor.settle_checkpoint()
+    except BaseException:
+        writer.close()
+        raise
+    return processor
+
+
+def start_query(
+    spark: SparkSession,
+    config: SensorJobConfig,
+    on_processor: Callable[[SensorBatchProcessor], None] | None = None,
+) -> tuple[StreamingQuery, SensorBatchProcessor]:
+    """Create the topics, then start the streaming query (not waiting for it)."""
+    config.validate()
+    outputs = [config.matches_topic, config.popular_topic, config.late_topic]
+    ensure_topics(
+        config.bootstrap,
+        [config.readings_topic, config.queries_topic, *outputs, config.dead_letter_topic],
+        partitions=config.topic_partitions,
+        extra=config.kafka_options,
+    )
+    for key, value in STATE_STORE_CONF.items():
+        spark.conf.set(key, value)
+    processor = open_processor(spark, config)
+    if on_processor is not None:
+        on_processor(processor)
+    options = source_options(
+        config.bootstrap,
+        f"{config.readings_topic},{config.queries_topic}",
+        config.starting_offsets,
+        config.max_offsets_per_trigger,
+        config.spark_kafka_options,
+    )
+    writer = (
+        read_kafka_stream(spark, options)
+        .writeStream.queryName(f"trending-sensors-{processor.job_id}")
+        .option("checkpointLocation", processor.checkpoint.query_location)
+        .foreachBatch(processor)
+    )
+    if config.available_now:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{config.trigger_ms} milliseconds")
+    return writer.start(), processor

@@ -1,0 +1,225 @@
+"""The sensor job's Spark plan: decoding and routing in Spark SQL, the windows on the executors.
+
+Per micro-batch, in ``foreachBatch``::
+
+    Kafka records of both topics ─ from_avro ─ kind          (stateless, per record)
+      READING / QUERY (on time) ─ trending.sensors.SensorBatch (JVM, executors, three state stores):
+          pending events ─ number readings in their window ─ window index ─ grid cells
+      ─ matches and popular readings ─ to_avro              (executors) ─ collected for the commit
+      LATE / DEAD ─ collected with their bytes, for the late and dead-letter topics
+
+Kinds: a record that does not decode, or whose numbers are not finite (or a negative or NaN
+distance), is ``DEAD`` with the reason. An event with ``ts < W`` (``W``: the watermark the batch
+starts under) is ``LATE``. The others are applied once the watermark passes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.avro.functions import to_avro
+
+from connectors.spark_kafka import decode_avro
+
+if TYPE_CHECKING:
+    from py4j.java_gateway import JavaObject
+
+READING, QUERY, LATE, DEAD = 0, 1, 2, 3
+MATCH, POPULAR = 0, 1  # trending.sensors.Cells
+BATCH_CLASS = "trending.sensors.SensorBatch"
+LONG_MIN = -(2**63)
+SIDE_COLUMNS = ("kind", "topic", "partition", "offset", "key", "value", "reason", "ts")
+
+
+@dataclass(frozen=True)
+class SensorTopics:
+    """The two input topics and the Avro schemas (JSON) of their values."""
+
+    readings: str
+    queries: str
+    reading_schema: str
+    query_schema: str
+
+
+def sensor_events(
+    raw: DataFrame, topics: SensorTopics, confluent: bool, watermark_ms: int | None
+) -> DataFrame:
+    """Kafka records of both topics as events with their kind (see the module docstring).
+
+    Columns: ``kind, ts, id, x, y, v, topic, partition, offset, key, value, reason``; ``id`` is
+    the sensor or query id, ``v`` the reading's value or the query's distance.
+    """
+    readings = _decoded(
+        raw.where(F.col("topic") == topics.readings), topics.reading_schema, confluent,
+        READING, "sensor_id", "value",
+    )  # fmt: skip
+    queries = _decoded(
+        raw.where(F.col("topic") == topics.queries), topics.query_schema, confluent,
+        QUERY, "query_id", "distance",
+    )  # fmt: skip
+    events = readings.unionByName(queries)
+    problem = _problem(events)
+    late = F.lit(False) if watermark_ms is None else F.col("ts") < F.lit(watermark_ms)
+    kind = F.when(problem.isNotNull(), F.lit(DEAD)).when(late, F.lit(LATE))
+    return events.withColumn("reason", problem).withColumn("kind", F.coalesce(kind, F.col("kind")))
+
+
+def _decoded(
+    raw: DataFrame, schema_json: str, confluent: bool, kind: int, id_field: str, v_field: str
+) -> DataFrame:
+    decoded = decode_avro(raw, schema_json, confluent)
+    record = F.col("record")
+    return decoded.select(
+        F.lit(kind).alias("kind"),
+        F.unix_millis(record.getField("ts")).alias("ts"),
+        record.getField(id_field).cast("long").alias("id"),
+        record.getField("x").alias("x"),
+        record.getField("y").alias("y"),
+        record.getField(v_field).alias("v"),
+        "topic",
+        "partition",
+        "offset",
+        "key",
+        "value",
+        "reason",
+    )
+
+
+def _not_finite(column: Column) -> Column:
+    return F.isnan(column) | (F.abs(column) == F.lit(float("inf")))
+
+
+def _problem(events: DataFrame) -> Column:
+    """Why an event cannot be applied (null when it can)."""
+    query = F.col("kind") == F.lit(QUERY)
+    bad_distance = F.isnan("v") | (F.col("v") < 0)
+    return (
+        F.when(F.col("reason").isNotNull(), F.col("reason"))
+        .when(_not_finite(F.col("x")) | _not_finite(F.col("y")), F.lit("x and y must be finite"))
+        .when(query & bad_distance, F.lit("distance must be a number >= 0"))
+        .when(~query & _not_finite(F.col("v")), F.lit("value must be finite"))
+    )
+
+
+@dataclass
+class BatchFigures:
+    """What the driver needs of a batch's events before the windows run."""
+
+    newest_ms: int | None  # newest event time of the on-time events
+    bounds: tuple[float, float, float, float] | None  # min x, min y, max x, max y of readings
+    counts: dict[int, int]  # events per kind
+
+
+def batch_figures(events: DataFrame) -> BatchFigures:
+    """One aggregation over ``events`` (:func:`sensor_events`)."""
+    on_time = F.col("kind").isin(READING, QUERY)
+    reading = F.col("kind") == F.lit(READING)
+    row = events.agg(
+        F.max(F.when(on_time, F.col("ts"))).alias("newest"),
+        F.min(F.when(reading, F.col("x"))).alias("min_x"),
+        F.min(F.when(reading, F.col("y"))).alias("min_y"),
+        F.max(F.when(reading, F.col("x"))).alias("max_x"),
+        F.max(F.when(reading, F.col("y"))).alias("max_y"),
+        *(F.sum((F.col("kind") == F.lit(k)).cast("long")).alias(f"k{k}") for k in range(4)),
+    ).first()
+    assert row is not None
+    bounds = None
+    if row["min_x"] is not None:
+        bounds = (row["min_x"], row["min_y"], row["max_x"], row["max_y"])
+    counts = {k: int(row[f"k{k}"] or 0) for k in range(4)}
+    return BatchFigures(row["newest"], bounds, counts)
+
+
+class SensorSteps:
+    """The executors' half of a batch (``trending.sensors.SensorBatch`` in the JVM)."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        state_location: str,
+        partitions: int,
+        size: int,
+        threshold: int,
+        cell_size: float,
+        per_sensor: bool,
+        job: str,
+    ) -> None:
+        jvm: Any = spark.sparkContext._jvm
+        self.spark = spark
+        self._java: JavaObject = getattr(jvm, BATCH_CLASS)(
+            spark._jsparkSession, state_location, partitions, size, threshold, cell_size,
+            per_sensor, job,
+        )  # fmt: skip
+
+    def run(
+        self,
+        events: DataFrame,
+        batch_id: int,
+        watermark_ms: int | None,
+        readings_before: int,
+        bounds: tuple[float, float, float, float] | None,
+    ) -> DataFrame:
+        """Matches and popular readings of the on-time ``events`` (cached until :meth:`release`)."""
+        on_time = events.where(F.col("kind").isin(READING, QUERY))
+        nan = float("nan")
+        min_x, min_y, max_x, max_y = bounds or (nan, nan, nan, nan)
+        watermark = LONG_MIN if watermark_ms is None else watermark_ms
+        out = self._java.run(
+            on_time._jdf, batch_id, watermark, readings_before, min_x, min_y, max_x, max_y
+        )
+        return DataFrame(out, self.spark)
+
+    def figures(self) -> dict[str, int]:
+        """Counts of the batch just run."""
+        java = self._java
+        return {
+            "readings": int(java.readingsApplied()),
+            "queries": int(java.queriesApplied()),
+            "matches": int(java.matchCount()),
+            "popular": int(java.popularCount()),
+            "pending": int(java.pendingCount()),
+        }
+
+    def release(self) -> None:
+        self._java.release()
+
+
+@dataclass(frozen=True)
+class OutputSchemas:
+    """Avro schemas (JSON) and wire-format headers of the two result topics."""
+
+    match_schema: str
+    popular_schema: str
+    match_header: bytes = b""
+    popular_header: bytes = b""
+
+
+def encoded_output(output: DataFrame, schemas: OutputSchemas) -> DataFrame:
+    """``kind, key, value`` rows: Avro matches keyed by query id, popular readings by sensor id."""
+    millis = F.timestamp_millis
+    match = F.struct(
+        F.col("query_id"),
+        F.col("sensor_id").cast("int").alias("sensor_id"),
+        F.col("value"),
+        millis(F.col("reading_ts")).alias("reading_ts"),
+        millis(F.col("query_ts")).alias("query_ts"),
+    )
+    popular = F.struct(
+        F.col("sensor_id").cast("int").alias("sensor_id"),
+        F.col("x"),
+        F.col("y"),
+        F.col("value"),
+        millis(F.col("reading_ts")).alias("ts"),
+        F.col("matches"),
+    )
+    is_match = F.col("kind") == F.lit(MATCH)
+    value = F.when(
+        is_match, F.concat(F.lit(schemas.match_header), to_avro(match, schemas.match_schema))
+    ).otherwise(F.concat(F.lit(schemas.popular_header), to_avro(popular, schemas.popular_schema)))
+    key = F.when(is_match, F.col("query_id").cast("string")).otherwise(
+        F.col("sensor_id").cast("string")
+    )
+    return output.select("kind", key.cast("binary").alias("key"), value.alias("value"))
