@@ -23,11 +23,12 @@ import math
 import random
 import re
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -41,6 +42,7 @@ from connectors.avro import (
 from connectors.kafka import ensure_topics, partition_count, producer
 
 Tweet = dict[str, Any]
+T = TypeVar("T")
 CHUNK = 4096
 TAG_COUNT_P = (0.2, 0.35, 0.25, 0.12, 0.08)  # P(0..4 hashtags)
 VARIANT_P = (0.8, 0.1, 0.1)  # as written, lower case, upper case
@@ -244,7 +246,31 @@ class _Columns:
     langs: list[int]
 
 
-class TweetStream(Iterator[Tweet]):
+class ReadOnceStream(Iterator[T]):
+    """A generated stream read one way, once: iterated as dicts, or as Avro records."""
+
+    def __init__(self) -> None:
+        self._rows: Iterator[T] | None = None
+        self._used = False
+
+    def __next__(self) -> T:
+        if self._rows is None:
+            self._claim()
+            self._rows = self._iter_rows()
+        return next(self._rows)
+
+    def _claim(self) -> None:
+        if self._used:
+            name = type(self).__name__
+            raise ValueError(f"a {name} is read either as dicts or as Avro records, once")
+        self._used = True
+
+    @abstractmethod
+    def _iter_rows(self) -> Iterator[T]:
+        """The stream's records as dicts."""
+
+
+class TweetStream(ReadOnceStream[Tweet]):
     """An iterator of generated tweets that can also hand out ready Avro records.
 
     Iterate for dicts, or call :meth:`avro_records` (about twice as fast) for the whole
@@ -252,29 +278,17 @@ class TweetStream(Iterator[Tweet]):
     """
 
     def __init__(self, settings: TweetSettings, count: int) -> None:
+        super().__init__()
         self.settings, self.count = settings, count
         self._assets = _assets(settings.vocabulary, settings.zipf_s, settings.users)
         self._rng = np.random.default_rng(settings.seed)
-        self._dicts: Iterator[Tweet] | None = None
-        self._used = False
-
-    def __next__(self) -> Tweet:
-        if self._dicts is None:
-            self._claim()
-            self._dicts = self._iter_dicts()
-        return next(self._dicts)
-
-    def _claim(self) -> None:
-        if self._used:
-            raise ValueError("a TweetStream is read either as dicts or as Avro records, once")
-        self._used = True
 
     def _chunks(self) -> Iterator[_Columns]:
         for first in range(0, self.count, CHUNK):
             size = min(CHUNK, self.count - first)
             yield _chunk(self.settings, self._assets, self._rng, first, size)
 
-    def _iter_dicts(self) -> Iterator[Tweet]:
+    def _iter_rows(self) -> Iterator[Tweet]:
         users, langs = self._assets.users, LANGS
         for cols in self._chunks():
             rows = zip(cols.users, cols.texts, cols.created.tolist(), cols.langs, strict=True)

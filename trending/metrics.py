@@ -18,7 +18,7 @@ import math
 import platform
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
@@ -208,6 +208,20 @@ class Metrics:
         for known in QUERY_STATES:
             self.query_status.labels(known).set(1 if known == state else 0)
 
+    def observe_batch(
+        self,
+        phases: Mapping[str, float],
+        dead_reasons: Mapping[str, int],
+        late_reason: str,
+        late: int,
+    ) -> None:
+        """A job's batch: its phase durations, dead letters per reason and late records."""
+        for phase, seconds in phases.items():
+            self.batch_phase.labels("job", phase).observe(seconds)
+        for reason, count in dead_reasons.items():
+            self.dead_letters.labels(dead_reason_label(reason)).inc(count)
+        self.late_records.labels(late_reason).inc(late)
+
     def set_watermark(self, watermark_ms: int | None) -> None:
         """The event-time watermark in epoch milliseconds (None: not known yet)."""
         self._watermark_s = None if watermark_ms is None else watermark_ms / 1000
@@ -283,11 +297,7 @@ class HashtagObserver:
         if stats.skipped:
             return
         m, config = self.metrics, processor.config
-        for phase, seconds in stats.phases.items():
-            m.batch_phase.labels("job", phase).observe(seconds)
-        for reason, count in stats.dead_reasons.items():
-            m.dead_letters.labels(dead_reason_label(reason)).inc(count)
-        m.late_records.labels(LATE_REASONS[0]).inc(stats.late)
+        m.observe_batch(stats.phases, stats.dead_reasons, LATE_REASONS[0], stats.late)
         m.records_written.labels(config.output_topic).inc(stats.revisions + stats.finals)
         m.records_written.labels(config.late_topic).inc(stats.late)
         m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
@@ -331,11 +341,7 @@ class SensorObserver:
         if stats.skipped:
             return
         m, config = self.metrics, processor.config
-        for phase, seconds in stats.phases.items():
-            m.batch_phase.labels("job", phase).observe(seconds)
-        for reason, count in stats.dead_reasons.items():
-            m.dead_letters.labels(dead_reason_label(reason)).inc(count)
-        m.late_records.labels(LATE_REASONS[1]).inc(stats.late)
+        m.observe_batch(stats.phases, stats.dead_reasons, LATE_REASONS[1], stats.late)
         m.records_written.labels(config.matches_topic).inc(stats.matches)
         m.records_written.labels(config.popular_topic).inc(stats.popular)
         m.records_written.labels(config.late_topic).inc(stats.late)

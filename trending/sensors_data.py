@@ -30,7 +30,7 @@ import numpy as np
 
 from connectors.avro import AvroCodec, encode_longs
 from connectors.kafka import ensure_topics, producer
-from trending.generate import default_start_ms
+from trending.generate import ReadOnceStream, default_start_ms
 
 Row = dict[str, Any]
 KeyValue = tuple[bytes | None, bytes]
@@ -130,7 +130,7 @@ class QuerySettings(SensorSettings):
         return _Block(ids, doubles[:n], self.event_times(first, n))
 
 
-class SensorStream(Iterator[Row]):
+class SensorStream(ReadOnceStream[Row]):
     """An iterator of generated readings or queries that can also hand out Avro records.
 
     Iterate for dicts, or call :meth:`avro_records` (faster) for ``(key, value)`` bytes; a
@@ -140,25 +140,13 @@ class SensorStream(Iterator[Row]):
     def __init__(self, settings: SensorSettings, count: int) -> None:
         if count < 0:
             raise ValueError("count must be >= 0")
+        super().__init__()
         self.settings, self.count = settings, count
-        self._rows: Iterator[Row] | None = None
-        self._used = False
 
     @property
     def schema(self) -> str:
         """The name of the records' schema: ``sensor_reading`` or ``sensor_query``."""
         return self.settings.SCHEMA
-
-    def __next__(self) -> Row:
-        if self._rows is None:
-            self._claim()
-            self._rows = self._iter_rows()
-        return next(self._rows)
-
-    def _claim(self) -> None:
-        if self._used:
-            raise ValueError("a SensorStream is read either as dicts or as Avro records, once")
-        self._used = True
 
     def _blocks(self) -> Iterator[_Block]:
         rng = self.settings.rng()

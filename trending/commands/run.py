@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -67,13 +68,7 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
     topics.add_argument("--output-topic", default="trending-hashtags")
     topics.add_argument("--late-topic", default="tweets-late")
     topics.add_argument("--dead-letter-topic", default="tweets-dlq")
-    topics.add_argument("--partitions", type=int, default=4, help="partitions of created topics")
-    topics.add_argument(
-        "--schema-registry-url",
-        default=None,
-        help="use the Confluent wire format (default: $SCHEMA_REGISTRY_URL; none: plain Avro)",
-    )
-    _add_spark_arguments(parser, "checkpoints/hashtags")
+    _add_spark_arguments(parser, topics, "checkpoints/hashtags")
     parser.set_defaults(handler=run_hashtags)
 
 
@@ -120,13 +115,7 @@ def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
     topics.add_argument("--popular-topic", default="popular-readings")
     topics.add_argument("--late-topic", default="sensor-late")
     topics.add_argument("--dead-letter-topic", default="sensor-dlq")
-    topics.add_argument("--partitions", type=int, default=4, help="partitions of created topics")
-    topics.add_argument(
-        "--schema-registry-url",
-        default=None,
-        help="use the Confluent wire format (default: $SCHEMA_REGISTRY_URL; none: plain Avro)",
-    )
-    _add_spark_arguments(parser, "checkpoints/sensors")
+    _add_spark_arguments(parser, topics, "checkpoints/sensors")
     parser.set_defaults(handler=run_sensors)
 
 
@@ -148,7 +137,16 @@ def _add_trigger_arguments(parser: argparse.ArgumentParser, at_end: str) -> None
     )
 
 
-def _add_spark_arguments(parser: argparse.ArgumentParser, checkpoint: str) -> None:
+def _add_spark_arguments(
+    parser: argparse.ArgumentParser, topics: argparse._ArgumentGroup, checkpoint: str
+) -> None:
+    """The output-topic, Kafka, Spark and metrics arguments every job takes."""
+    topics.add_argument("--partitions", type=int, default=4, help="partitions of created topics")
+    topics.add_argument(
+        "--schema-registry-url",
+        default=None,
+        help="use the Confluent wire format (default: $SCHEMA_REGISTRY_URL; none: plain Avro)",
+    )
     add_kafka_arguments(parser)
     spark = parser.add_argument_group("spark")
     spark.add_argument("--master", default=None, help="Spark master (default: local[*])")
@@ -181,14 +179,10 @@ def _add_spark_arguments(parser: argparse.ArgumentParser, checkpoint: str) -> No
 
 def run_hashtags(args: argparse.Namespace) -> int:
     """Run the hashtags job until it ends (available-now), is stopped, or fails."""
-    import os
-
     from trending.jobs.hashtags import HashtagJobConfig
 
     bootstrap, kafka_options = kafka_from_args(args)
     config = HashtagJobConfig(
-        bootstrap=bootstrap,
-        checkpoint=args.checkpoint,
         input_topic=args.input_topic,
         output_topic=args.output_topic,
         late_topic=args.late_topic,
@@ -198,17 +192,7 @@ def run_hashtags(args: argparse.Namespace) -> int:
         align_ms=args.align,
         k=args.top,
         lateness_ms=args.lateness,
-        trigger_ms=args.trigger,
-        available_now=args.available_now,
-        master=args.master,
-        starting_offsets=args.starting_offsets,
-        max_offsets_per_trigger=args.max_offsets_per_trigger,
-        shuffle_partitions=args.shuffle_partitions,
-        schema_registry_url=args.schema_registry_url or os.environ.get("SCHEMA_REGISTRY_URL"),
-        topic_partitions=args.partitions,
-        spark_kafka_options=parse_kafka_options(args.spark_kafka_option, "--spark-kafka-option"),
-        kafka_options=kafka_options,
-        spark_conf=parse_kafka_options(args.conf, "--conf"),
+        **_job_settings(args, bootstrap, kafka_options),
     )
     _validate(config)
     _wait_for_kafka(bootstrap, kafka_options)
@@ -217,14 +201,10 @@ def run_hashtags(args: argparse.Namespace) -> int:
 
 def run_sensors(args: argparse.Namespace) -> int:
     """Run the sensor job until it ends (available-now), is stopped, or fails."""
-    import os
-
     from trending.jobs.sensors import SensorJobConfig
 
     bootstrap, kafka_options = kafka_from_args(args)
     config = SensorJobConfig(
-        bootstrap=bootstrap,
-        checkpoint=args.checkpoint,
         readings_topic=args.readings_topic,
         queries_topic=args.queries_topic,
         matches_topic=args.matches_topic,
@@ -236,21 +216,33 @@ def run_sensors(args: argparse.Namespace) -> int:
         lateness_ms=args.lateness,
         partition_by_sensor=args.partition_by == "sensor",
         cell_size=args.cell_size,
-        trigger_ms=args.trigger,
-        available_now=args.available_now,
-        master=args.master,
-        starting_offsets=args.starting_offsets,
-        max_offsets_per_trigger=args.max_offsets_per_trigger,
-        shuffle_partitions=args.shuffle_partitions,
-        schema_registry_url=args.schema_registry_url or os.environ.get("SCHEMA_REGISTRY_URL"),
-        topic_partitions=args.partitions,
-        spark_kafka_options=parse_kafka_options(args.spark_kafka_option, "--spark-kafka-option"),
-        kafka_options=kafka_options,
-        spark_conf=parse_kafka_options(args.conf, "--conf"),
+        **_job_settings(args, bootstrap, kafka_options),
     )
     config.validate()
     _wait_for_kafka(bootstrap, kafka_options)
     return run_sensor_job(config, (args.metrics_host, args.metrics_port))
+
+
+def _job_settings(
+    args: argparse.Namespace, bootstrap: str, kafka_options: dict[str, str]
+) -> dict[str, Any]:
+    """The :class:`trending.jobs.common.JobSettings` fields, from the shared arguments."""
+    registry = args.schema_registry_url or os.environ.get("SCHEMA_REGISTRY_URL")
+    return {
+        "bootstrap": bootstrap,
+        "checkpoint": args.checkpoint,
+        "trigger_ms": args.trigger,
+        "available_now": args.available_now,
+        "master": args.master,
+        "starting_offsets": args.starting_offsets,
+        "max_offsets_per_trigger": args.max_offsets_per_trigger,
+        "shuffle_partitions": args.shuffle_partitions,
+        "schema_registry_url": registry,
+        "topic_partitions": args.partitions,
+        "spark_kafka_options": parse_kafka_options(args.spark_kafka_option, "--spark-kafka-option"),
+        "kafka_options": kafka_options,
+        "spark_conf": parse_kafka_options(args.conf, "--conf"),
+    }
 
 
 def _wait_for_kafka(bootstrap: str, kafka_options: dict[str, str]) -> None:

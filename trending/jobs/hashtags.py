@@ -14,15 +14,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
-from connectors.transactions import Committed, OutRecord, TransactionalBatchWriter
-from trending.errors import UserError
+from connectors.transactions import OutRecord, TransactionalBatchWriter
+from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.hashtag_state import (
     LATE,
@@ -43,21 +43,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 STATE_LAYOUT = "hashtag-buckets-1"  # jvm/udf/.../trending/state/BucketState.java
-ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-STATE_STORE_CONF = {
-    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
-    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-    # Counting rows costs a read before every write; the state's size is reported in bytes.
-    "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",
-}
 
 
 @dataclass(frozen=True)
-class HashtagJobConfig:
+class HashtagJobConfig(JobSettings):
     """Everything ``trending run hashtags`` can be told (times in milliseconds)."""
 
-    bootstrap: str
-    checkpoint: str  # any path Spark accepts: /dir, file:///dir, hdfs://..., s3a://...
     input_topic: str = "tweets"
     output_topic: str = "trending-hashtags"
     late_topic: str = "tweets-late"
@@ -67,17 +58,6 @@ class HashtagJobConfig:
     align_ms: int = 0
     k: int = 10
     lateness_ms: int = 30_000
-    trigger_ms: int = 1_000
-    available_now: bool = False
-    master: str | None = None
-    starting_offsets: str = "earliest"
-    max_offsets_per_trigger: int | None = None
-    shuffle_partitions: int | None = None
-    schema_registry_url: str | None = None
-    topic_partitions: int = 4
-    spark_kafka_options: Mapping[str, str] = field(default_factory=dict)
-    kafka_options: Mapping[str, str] = field(default_factory=dict)
-    spark_conf: Mapping[str, str] = field(default_factory=dict)
     warm_up_rows: int = 200_000
 
     @property
@@ -135,7 +115,8 @@ class HashtagBatchProcessor:
         self.job_id = job_id
         self.writer = writer
         self.state = state
-        self.merger = TopKMerger(config.windows, config.k, config.lateness_ms, _restore(writer))
+        restored = committed_state(writer, MergeState.from_json)
+        self.merger = TopKMerger(config.windows, config.k, config.lateness_ms, restored)
         url = config.schema_registry_url
         self.topk_codec = AvroCodec("trending_topk", url, subject=f"{config.output_topic}-value")
         self.dead_codec = AvroCodec("dead_letter", url, subject=f"{config.dead_letter_topic}-value")
@@ -252,20 +233,6 @@ def open_processor(spark: SparkSession, config: HashtagJobConfig) -> HashtagBatc
         writer.close()
         raise
     return processor
-
-
-def _restore(writer: TransactionalBatchWriter) -> MergeState | None:
-    committed: Committed = writer.committed
-    if committed.batch_id < 0:
-        return None
-    try:
-        return MergeState.from_json(committed.state)
-    except (ValueError, KeyError, TypeError) as error:
-        raise UserError(
-            f"the state committed with batch {committed.batch_id} for "
-            f"{writer.transactional_id} cannot be read ({error}); start over with a new "
-            "--checkpoint"
-        ) from error
 
 
 def summarize(history: list[BatchStats]) -> str:

@@ -31,6 +31,7 @@ from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
 from trending.errors import UserError
+from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.sensor_steps import (
     DEAD,
@@ -52,21 +53,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 STATE_LAYOUT = "sensor-cells-1"  # jvm/udf/src/main/java/trending/sensors
 STATE_FOLDER = "sensor-state"
-STATE_STORE_CONF = {
-    "spark.sql.streaming.stateStore.providerClass": (
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-    ),
-    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-    "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",
-}
 
 
 @dataclass(frozen=True)
-class SensorJobConfig:
+class SensorJobConfig(JobSettings):
     """Everything ``trending run sensors`` can be told (times in milliseconds)."""
 
-    bootstrap: str
-    checkpoint: str
     readings_topic: str = "sensor-readings"
     queries_topic: str = "sensor-queries"
     matches_topic: str = "sensor-matches"
@@ -78,17 +70,6 @@ class SensorJobConfig:
     lateness_ms: int = 5_000
     partition_by_sensor: bool = False
     cell_size: float = 0.05
-    trigger_ms: int = 1_000
-    available_now: bool = False
-    master: str | None = None
-    starting_offsets: str = "earliest"
-    max_offsets_per_trigger: int | None = None
-    shuffle_partitions: int | None = None
-    schema_registry_url: str | None = None
-    topic_partitions: int = 4
-    spark_kafka_options: Mapping[str, str] = field(default_factory=dict)
-    kafka_options: Mapping[str, str] = field(default_factory=dict)
-    spark_conf: Mapping[str, str] = field(default_factory=dict)
 
     def validate(self) -> None:
         """Raise :class:`UserError` for settings no window can run with."""
@@ -188,7 +169,7 @@ class SensorBatchProcessor:
         self.checkpoint = checkpoint
         self.job_id = job_id
         self.writer = writer
-        self.state = _restore(writer)
+        self.state = committed_state(writer, DriverState.from_json) or DriverState()
         url = config.schema_registry_url
         self.dead_codec = AvroCodec("dead_letter", url, subject=f"{config.dead_letter_topic}-value")
         self.late_codec = AvroCodec("dead_letter", url, subject=f"{config.late_topic}-value")
@@ -323,20 +304,6 @@ class SensorBatchProcessor:
 
 def _lap(clock: float) -> float:
     return time.monotonic() - clock
-
-
-def _restore(writer: TransactionalBatchWriter) -> DriverState:
-    committed = writer.committed
-    if committed.batch_id < 0:
-        return DriverState()
-    try:
-        return DriverState.from_json(committed.state)
-    except (ValueError, KeyError, TypeError, IndexError) as error:
-        raise UserError(
-            f"the state committed with batch {committed.batch_id} for "
-            f"{writer.transactional_id} cannot be read ({error}); start over with a new "
-            "--checkpoint"
-        ) from error
 
 
 def _describe(stats: SensorBatchStats) -> str:

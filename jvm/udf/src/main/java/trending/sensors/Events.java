@@ -42,10 +42,6 @@ public final class Events {
     return c != 0 ? c : Long.compare(off1, off2);
   }
 
-  static long ts(Row row) {
-    return row.getLong(TS);
-  }
-
   static int kind(Row row) {
     return row.getInt(KIND);
   }

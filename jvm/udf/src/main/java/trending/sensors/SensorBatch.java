@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.UUID;
+import java.util.function.BiConsumer;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -112,30 +113,25 @@ public final class SensorBatch {
     long size = this.size;
     JavaRDD<Row> cellRows = ordered.mapPartitionsWithIndex((part, rows) -> {
       List<Row> out = new ArrayList<>();
-      long seq = bases[part];
-      while (rows.hasNext()) {
-        Row e = rows.next();
-        if (Events.kind(e) == Events.READING) {
-          out.add(CellInput.reading(e, grid, 0L, ++seq));
+      numbered(rows, bases[part], (e, seq) -> {
+        if (seq > 0) {
+          out.add(CellInput.reading(e, grid, 0L, seq));
         } else {
           CellInput.probes(e, grid, extent, out::add);
         }
-      }
+      });
       return out.iterator();
     }, true);
     JavaRDD<Row> operations = ordered.mapPartitionsWithIndex((part, rows) -> {
       List<Row> out = new ArrayList<>();
-      long seq = bases[part];
-      while (rows.hasNext()) {
-        Row e = rows.next();
-        if (Events.kind(e) != Events.READING) continue;
-        seq++;
+      numbered(rows, bases[part], (e, seq) -> {
+        if (seq == 0) return;
         out.add(WindowIndex.put(seq, grid.cell(e.getDouble(Events.X), e.getDouble(Events.Y))));
         if (seq > size) {
           out.add(WindowIndex.evict(seq - size, e.getLong(Events.TS),
               e.getInt(Events.PARTITION), e.getLong(Events.OFFSET)));
         }
-      }
+      });
       return out.iterator();
     }, true);
     JavaRDD<Row> bySeq = spark.createDataFrame(operations, WindowIndex.OPERATION)
@@ -167,6 +163,15 @@ public final class SensorBatch {
       return out.iterator();
     });
     return fromIndex.union(probes);
+  }
+
+  /** Events in order, readings numbered from {@code base + 1} (a query gets 0). */
+  private static void numbered(Iterator<Row> rows, long base, BiConsumer<Row, Long> visit) {
+    long seq = base;
+    while (rows.hasNext()) {
+      Row e = rows.next();
+      visit.accept(e, Events.kind(e) == Events.READING ? ++seq : 0L);
+    }
   }
 
   private static Iterator<long[]> countKinds(Iterator<Row> rows) {

@@ -1,0 +1,55 @@
+"""What every streaming job shares: its Spark and Kafka settings, the state store it runs on, and
+reading the driver state it committed with its last batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from connectors.transactions import TransactionalBatchWriter
+from trending.errors import UserError
+
+T = TypeVar("T")
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+STATE_STORE_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    # Counting rows costs a read before every write; the state's size is reported in bytes.
+    "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",
+}
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """The settings of a job's query, source and sink (times in milliseconds)."""
+
+    bootstrap: str
+    checkpoint: str  # any path Spark accepts: /dir, file:///dir, hdfs://..., s3a://...
+    trigger_ms: int = 1_000
+    available_now: bool = False
+    master: str | None = None
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    shuffle_partitions: int | None = None
+    schema_registry_url: str | None = None
+    topic_partitions: int = 4
+    spark_kafka_options: Mapping[str, str] = field(default_factory=dict)
+    kafka_options: Mapping[str, str] = field(default_factory=dict)
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+
+def committed_state(writer: TransactionalBatchWriter, parse: Callable[[Any], T]) -> T | None:
+    """``parse`` of the state committed with the writer's last batch (None before the first);
+    :class:`UserError` when it cannot be read."""
+    committed = writer.committed
+    if committed.batch_id < 0:
+        return None
+    try:
+        return parse(committed.state)
+    except (ValueError, KeyError, TypeError, IndexError) as error:
+        raise UserError(
+            f"the state committed with batch {committed.batch_id} for "
+            f"{writer.transactional_id} cannot be read ({error}); start over with a new "
+            "--checkpoint"
+        ) from error
