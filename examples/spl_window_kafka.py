@@ -6,7 +6,8 @@
 
 Reads Avro tweets (``schemas/tweet.avsc``) with Spark's Kafka source, runs the window spec per
 ``user`` with :func:`trending.spark.spl_runner.apply_window` and writes one JSON record per
-window event (key = user) to ``--output-topic``. Tweets that do not decode go to
+window event (key = user) to ``--output-topic``, trigger rows with the window content
+(``--no-include-window`` leaves it out: see the runner's output). Tweets that do not decode go to
 ``--dead-letter-topic`` with the reason, as in the trending job. Time policies: pass
 ``--time-mode event`` (clock = ``created_at``, ``--watermark``) or ``--time-mode processing``.
 ``--available-now`` processes what the topic holds and exits; otherwise it runs until stopped.
@@ -36,6 +37,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--time-mode", choices=["none", "event", "processing"], default="none")
     parser.add_argument("--watermark", default="10 seconds", help="event-time lateness bound")
     parser.add_argument("--kinds", default=None, help="publish only these events, e.g. trigger")
+    parser.add_argument(
+        "--include-window",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="put the window content in trigger and initial_full records",
+    )
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder (default: temp)")
     parser.add_argument("--available-now", action="store_true", help="process the topic, exit")
     return parser.parse_args(argv)
@@ -79,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         watermark=args.watermark if args.time_mode == "event" else None,
         order_by=["partition", "offset"],
         kinds=args.kinds.split(",") if args.kinds else None,
+        include_window=args.include_window,
     )
     dead = decoded.where("reason IS NOT NULL").select(
         F.col("key"),

@@ -107,7 +107,7 @@ def count_window(spark: Any, spec: dict[str, Any], source: Path) -> Any:
     from trending.spark.spl_runner import apply_window
 
     stream = spark.readStream.schema(SCHEMA).json(str(source))
-    return apply_window(stream, spec, key="user", order_by="id")
+    return apply_window(stream, spec, key="user", order_by="id", include_window=True)
 
 
 def merge(*parts: Events) -> Events:
@@ -305,7 +305,7 @@ def pure_whole_events(spec: dict[str, Any], rows: list[dict[str, Any]]) -> Event
 
 def test_partition_eviction_keeps_spark_state_rows_bounded(spark: Any, tmp_path: Path) -> None:
     #   40 users in turn (u00 u07 u14 ...), 3 rows each, in 4 files; partitionCount(5), LRU:
-    #   Spark keeps 1 window row + at most 5 partition rows, whatever the number of users
+    #   Spark keeps 1 window row + 3 rows per live partition, whatever the number of users
     spec = {
         "kind": "sliding",
         "evict": {"count": 2},
@@ -331,7 +331,8 @@ def test_partition_eviction_keeps_spark_state_rows_bounded(spark: Any, tmp_path:
     assert sink.events() == pure_whole_events(spec, rows)
     # users come back only after the 39 others: every insertion but the first 5 evicts one
     assert sum(r["event"] == "partition_evict" for r in sink.rows) == len(rows) - 5
-    assert state_rows == [1 + 5] * 4  # the window row + the 5 live partitions' rows
+    # the window row + per live partition (5) its record, its LRU row and its one tuple's segment
+    assert state_rows == [1 + 5 * 3] * 4
 
 
 def test_whole_window_same_events_for_any_batching_and_across_a_restart(
@@ -350,4 +351,119 @@ def test_whole_window_same_events_for_any_batching_and_across_a_restart(
     threes, _ = run_in_files(spark, spec, tmp_path / "threes", 3, restart_after=2)
     assert ones.events() == threes.events() == pure_whole_events(spec, SEED_ROWS)
     assert any(r["event"] == "partition_evict" for r in ones.rows)
-    assert max(ones_rows) <= 1 + 2  # two users at most: the window row + a row per partition
+    # the window row, a record and an LRU row per partition (two users), and one segment per
+    # tuple at most (one-row files; tupleCount(5) keeps at most 5 tuples)
+    assert max(ones_rows) <= 1 + 2 * 2 + 5
+
+
+def test_default_rows_carry_the_tuples_going_in_and_out_not_the_window(
+    spark: Any, tmp_path: Path
+) -> None:
+    #   sliding count(3), trigger count(2), per user, 2 files | restart | 2 files:
+    #   inserts and evictions carry their tuple; trigger and initial_full rows leave the
+    #   window out (tuples null) and give its size; events otherwise those of the core
+    from trending.spark.spl_runner import apply_window
+
+    spec = {"kind": "sliding", "evict": {"count": 3}, "trigger": {"count": 2}}
+    source, checkpoint = tmp_path / "in", tmp_path / "chk"
+    source.mkdir()
+    batches = [make_rows(i * 10, 10) for i in range(4)]
+    sink = Sink()
+    for half in (batches[:2], batches[2:]):
+        stream = spark.readStream.schema(SCHEMA).json(str(source))
+        query = start(apply_window(stream, spec, key="user", order_by="id"), checkpoint, sink)
+        try:
+            for batch in half:
+                write_batch(source, batch)
+                query.processAllAvailable()
+        finally:
+            query.stop()
+    got = sorted((r["user"], r["seq"], r["event"], r["tuples"], r["size"]) for r in sink.rows)
+    expected = []
+    for user, events in pure_events(spec, [r for b in batches for r in b]).items():
+        for kind, seq, tuples, _ in events:
+            stays = kind in ("trigger", "initial_full")
+            text = None if stays else json.dumps(tuples, separators=(",", ":"))
+            expected.append((user, seq, kind, text, len(tuples)))
+    assert got == sorted(expected)
+    assert any(r["event"] == "trigger" and r["size"] == 3 for r in sink.rows)
+
+
+def test_state_bytes_written_per_batch_do_not_grow_with_the_window(
+    spark: Any, tmp_path: Path
+) -> None:
+    #   4 users, count(1000) windows that keep growing: 6 files of 10 rows per user. Each
+    #   batch writes its 40 new tuples and the users' small rows, whatever the windows hold:
+    #   the 6th batch writes less than the windows' tuples (which a rewrite would write)
+    spec = {"kind": "sliding", "evict": {"count": 1000}, "trigger": {"count": 5}}
+    source, sink = tmp_path / "in", Sink()
+    source.mkdir()
+    query = start(count_window(spark, spec, source), tmp_path / "chk", sink)
+    rows: list[dict[str, Any]] = []
+    written = []
+    try:
+        for batch in range(6):
+            new = [
+                {"user": "abcd"[i % 4], "id": i, "v": 1, "ts": 0}
+                for i in range(40 * batch, 40 * batch + 40)
+            ]
+            rows += new
+            seen = len(query.recentProgress)
+            write_batch(source, new)
+            query.processAllAvailable()
+            written.append(state_bytes_written(query.recentProgress[seen:]))
+    finally:
+        query.stop()
+    assert written[-1] < 1.2 * written[1]
+    assert written[-1] < len(json.dumps(rows))
+
+
+def state_bytes_written(progress: list[Any]) -> int:
+    """Bytes the batches wrote into RocksDB (Spark's ``rocksdbTotalBytesWritten`` metric)."""
+    operators = [op for entry in progress for op in entry.stateOperators]
+    return sum(int(op.customMetrics.get("rocksdbTotalBytesWritten", 0)) for op in operators)
+
+
+def test_whole_window_with_a_time_trigger_across_batches_and_a_restart(
+    spark: Any, tmp_path: Path
+) -> None:
+    #   event time, one window partitioned by user, sliding count(3) with a time(5 s) trigger
+    #   and partitionCount(2): rows 1 s apart over users a b c, 4 files, restart after 2.
+    #   A trigger tick concerns every partition, so each batch loads them all; the events
+    #   equal the core's fed the rows in time order (each row's time moves the clock)
+    from trending.spark.spl_runner import apply_window
+    from trending.windows.spl.keyed import pure_partitioned_inputs
+
+    spec = {
+        "kind": "sliding",
+        "evict": {"count": 3},
+        "trigger": {"time": 5},
+        "partition_by": "user",
+        "partition_eviction": {"count": 2},
+    }
+    rows = [
+        {"user": "abcab"[i % 5] if i < 12 else "c", "id": i, "v": i, "ts": BASE_MS + i * 1000}
+        for i in range(20)
+    ]
+    source, checkpoint, sink = tmp_path / "in", tmp_path / "chk", Sink()
+    source.mkdir()
+    for part in (rows[:10], rows[10:]):
+        stream = spark.readStream.schema(SCHEMA).json(str(source))
+        events = apply_window(
+            stream, spec, time_column="ts", time_mode="event", watermark="0 seconds",
+            order_by="id", include_window=True,
+        )  # fmt: skip
+        query = start(events, checkpoint, sink)
+        try:
+            for batch in (part[:5], part[5:]):
+                write_batch(source, batch)
+                query.processAllAvailable()
+        finally:
+            query.stop()
+    inputs = pure_partitioned_inputs((r["ts"], r["user"], r) for r in rows)
+    expected: Events = defaultdict(list)
+    for seq, e in enumerate(build_window(parse_spec(spec)).run(inputs)):
+        expected[str(e.partition)].append((e.kind.value, seq, [dict(t) for t in e.tuples], None))
+    assert sink.events() == dict(expected)
+    kinds = {row["event"] for row in sink.rows}
+    assert {"trigger", "partition_evict", "after_evict"} <= kinds

@@ -7,9 +7,14 @@
                                "trigger": {"count": 1}}, key="user", order_by="id")
 
 Each key (``key`` column, or the spec's ``partition_by``) gets its own window from the pure
-core (:mod:`trending.windows.spl`), run by :mod:`trending.windows.spl.keyed`. Its snapshot,
-event counter and pending timer live in one ``ValueState`` row per key, in Spark's
-checkpointed state store, so a query restarted on the same checkpoint continues the windows.
+core (:mod:`trending.windows.spl`), run by :class:`trending.windows.spl.keyed.StoredWindow`
+over the key's rows in Spark's checkpointed state store, so a query restarted on the same
+checkpoint continues the windows. The state is kept incrementally (:class:`SparkStore`): a
+``ValueState`` row of bookkeeping (clock, counters, timer), a ``MapState`` record per
+partition, its tuples in ``MapState`` segments (a batch's new tuples of a partition are one
+put; a segment goes with one removal once all its tuples are evicted) and, for partition
+eviction, the LRU order in a ``MapState``. A batch reads the bookkeeping, the partitions it
+touches and the segments whose tuples it reads; nothing is rewritten whole.
 Time policies fire from one Spark timer per key at the next instant the window needs:
 
 * ``time_mode="processing"``: clock = processing time; timers fire on an idle stream, in the
@@ -22,23 +27,32 @@ Time policies fire from one Spark timer per key at the next instant the window n
 
 Spark may hand a key's rows of one batch in any order; ``order_by`` (and the event time)
 sorts them before they go in. The output is one row per window event: the key column, then
-``event`` (kind), ``seq`` (per-key event number), ``tuples`` (JSON array of the tuples, each
-tuple being the input row's columns as a JSON object, timestamps as epoch ms), ``time_ms``
-(window clock) and ``summary`` (JSON, tumbling summarizers), or the rows a user function
-makes of each event (``output=fn`` with ``output_schema``).
+``event`` (kind), ``seq`` (per-key event number), ``tuples`` (JSON array of tuples, each the
+input row's columns as a JSON object, timestamps as epoch ms), ``time_ms`` (window clock),
+``summary`` (JSON, tumbling summarizers) and ``size`` (how many tuples the event concerns: the
+window's size for a trigger). ``tuples`` holds the tuples going in or out: the inserted one
+(``before_insert``, ``after_insert``), the evicted one (``before_evict``, ``after_evict``),
+the flushed window (``before_flush``), the evicted partition (``partition_select``,
+``partition_evict``): a tuple is output when it goes in and when it goes out. ``trigger`` and
+``initial_full`` leave the window that stays out (``tuples`` is null) unless
+``include_window=True``; the window is the tuples inserted and not yet evicted, which the
+rows before it (in ``seq`` order) tell. Or ``output=fn`` with ``output_schema`` makes the
+rows of each event (``fn(key, event)``; reading ``event.tuples`` loads them).
 
 A spec with ``partition_eviction`` runs whole (:func:`trending.windows.spl.keyed.runs_whole`):
 every row goes to one Spark grouping key that holds the whole partitioned window, each row into
 the partition of its ``key`` column, so LRU, partition count and tuple count compare all
-partitions as in the core. Its state is one ``ValueState`` row (clock, counters, timer, the
-partitions' order) plus one ``MapState`` row per live partition; evicting a partition removes
-its row, so the state rows Spark reports (``numRowsTotal``) stay bounded by the limit. Such a
-query runs on one task (one key), and ``seq`` numbers all events of the window in the order
-they fired. Give ``order_by`` so rows of a batch go in a deterministic order.
+partitions as in the core. A batch loads only the partitions its rows name (all of them when
+the spec has a time policy or an operator's selector), finds the least recently used partition
+from the stored LRU order in O(1) amortized reads, and removes an evicted partition's rows, so
+the state stays as bounded as the window. Such a query runs on one task (one key), and ``seq``
+numbers all events of the window in the order they fired. Give ``order_by`` so rows of a batch
+go in a deterministic order.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -58,20 +72,16 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from trending.windows.spl.events import WindowEvent
+from trending.windows.spl.events import PartitionKey, Record, WindowEvent
 from trending.windows.spl.keyed import (
-    KeyState,
+    Items,
     Step,
+    StoredWindow,
     TimeMode,
     check_keyed,
     event_row,
-    join_snapshot,
-    on_partitioned_rows,
-    on_rows,
-    on_timer,
     plain_value,
     runs_whole,
-    split_snapshot,
     to_record,
 )
 from trending.windows.spl.spec import SpecError, WindowSpec, parse_spec
@@ -81,6 +91,7 @@ if TYPE_CHECKING:
 
 EventMapper: TypeAlias = Callable[[Any, WindowEvent], Iterable[Mapping[str, Any]]]
 """``fn(key, event)`` -> output rows (mappings from ``output_schema`` field names)."""
+Row: TypeAlias = tuple[int | None, PartitionKey, Record]
 
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -88,14 +99,14 @@ NO_DATA_CONF = "spark.sql.streaming.noDataMicroBatches.enabled"
 TIME_COLUMN = "spl_runner_time_ms"
 TIME_STAMP_COLUMN = "spl_runner_time"
 GROUP_COLUMN = "spl_runner_window"
-PARTITION_KEY_SCHEMA = StructType([StructField("partition", StringType(), False)])
-PARTITION_SCHEMA = StructType([StructField("state", StringType(), False)])
-STATE_SCHEMA = StructType(
-    [
-        StructField("snapshot", StringType(), True),
-        StructField("emitted", LongType(), True),
-        StructField("timer_ms", LongType(), True),
-    ]
+TEXT_SCHEMA = StructType([StructField("json", StringType(), False)])
+PART_KEY_SCHEMA = StructType([StructField("pid", StringType(), False)])
+SEGMENT_KEY_SCHEMA = StructType(
+    [StructField("pid", StringType(), False), StructField("start", LongType(), False)]
+)
+ORDER_KEY_SCHEMA = StructType([StructField("position", LongType(), False)])
+ORDER_SCHEMA = StructType(
+    [StructField("pid", StringType(), False), StructField("last_ms", LongType(), False)]
 )
 _SPARK_TIME_MODES = {"none": "None", "event": "EventTime", "processing": "ProcessingTime"}
 
@@ -146,12 +157,14 @@ def apply_window(
     order_by: str | Sequence[str] | None = None,
     watermark: str | None = None,
     kinds: Iterable[str] | None = None,
+    include_window: bool = False,
 ) -> DataFrame:
     """The window events of ``spec`` run per ``key`` over streaming ``df`` (see module doc).
 
     ``key`` defaults to the spec's ``partition_by``. ``kinds`` keeps only those event kinds
     (e.g. ``["trigger"]``); the per-key ``seq`` still counts every event. Event time needs
-    ``time_column`` and ``watermark`` (a delay such as ``"10 seconds"``).
+    ``time_column`` and ``watermark`` (a delay such as ``"10 seconds"``). ``include_window``
+    puts the window content in ``tuples`` of ``trigger`` and ``initial_full`` rows too.
     """
     window = spec if isinstance(spec, WindowSpec) else parse_spec(spec)
     check_keyed(window, time_mode)
@@ -184,6 +197,7 @@ def apply_window(
         output if callable(output) else None,
         None if kinds is None else frozenset(kinds),
         whole,
+        include_window,
     )
     return df.groupBy(GROUP_COLUMN if whole else key).transformWithStateInPandas(
         statefulProcessor=processor,
@@ -194,7 +208,7 @@ def apply_window(
 
 
 class SplProcessor(StatefulProcessor):
-    """The Spark side: moves each key's :class:`KeyState` and timer in and out of Spark."""
+    """The Spark side: runs each key's :class:`StoredWindow` over its state and timer."""
 
     def __init__(
         self,
@@ -207,23 +221,17 @@ class SplProcessor(StatefulProcessor):
         mapper: EventMapper | None,
         kinds: frozenset[str] | None,
         whole: bool = False,
+        include_window: bool = False,
     ) -> None:
         self.spec, self.key_column, self.time_mode = spec, key_column, time_mode
         self.record_columns, self.input_columns = record_columns, input_columns
         self.order_by = order_by
         self.mapper, self.kinds = mapper, kinds
-        self.whole = whole
-        self.stored: dict[str, str] = {}  # whole window: the partition rows as loaded
+        self.whole, self.include_window = whole, include_window
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        if self.whole:
-            self.state = handle.getValueState("spl_window_meta", STATE_SCHEMA)
-            self.parts = handle.getMapState(
-                "spl_partitions", PARTITION_KEY_SCHEMA, PARTITION_SCHEMA
-            )
-        else:
-            self.state = handle.getValueState("spl_window", STATE_SCHEMA)
+        self.store = SparkStore(handle)
 
     # Spark's names, and Spark passes these arguments by keyword
     def handleInputRows(  # noqa: N802
@@ -233,27 +241,11 @@ class SplProcessor(StatefulProcessor):
         timerValues: TimerValues,  # noqa: N803
     ) -> Iterator[pd.DataFrame]:
         key_value = plain_value(key[0])
-        frame = pd.concat(list(rows), ignore_index=True)
-        frame.columns = self.input_columns  # Spark renames some (those starting with "__")
-        sort = ([TIME_COLUMN] if self.time_mode == "event" else []) + self.order_by
-        if sort:
-            frame = frame.sort_values(sort, kind="stable", ignore_index=True)
-        records = [to_record(r) for r in frame[self.record_columns].to_dict("records")]
-        times: list[int | None] = (
-            [int(t) for t in frame[TIME_COLUMN]]
-            if self.time_mode == "event"
-            else [None] * len(records)
-        )
         clock = timerValues.getCurrentProcessingTimeInMs()
         now = clock if self.time_mode == "processing" else None
-        if self.whole:
-            keys = [record[self.key_column] for record in records]
-            rows = zip(times, keys, records, strict=True)
-            step = on_partitioned_rows(self.spec, self._load(), rows, now)
-        else:
-            pairs = zip(times, records, strict=True)
-            step = on_rows(self.spec, key_value, self._load(), pairs, now)
-        yield from self._commit(key_value, step)
+        window = StoredWindow(self.spec, self.store, self.whole)
+        step = window.rows(self._inputs(key_value, rows), now)
+        yield from self._commit(key_value, window, step)
 
     def handleExpiredTimer(  # noqa: N802
         self,
@@ -267,52 +259,123 @@ class SplProcessor(StatefulProcessor):
         else:
             now = timerValues.getCurrentProcessingTimeInMs()
         fired = expiredTimerInfo.getExpiryTimeInMs()
-        step = on_timer(self.spec, self._load(), fired, now)
+        window = StoredWindow(self.spec, self.store, self.whole)
+        step = window.timer(fired, now, () if self.whole else [key_value])
         step.delete_timer = None  # Spark has already removed the fired timer
-        yield from self._commit(key_value, step)
+        yield from self._commit(key_value, window, step)
 
     def close(self) -> None:
         pass
 
-    def _load(self) -> KeyState:
-        state = KeyState.from_row(self.state.get() if self.state.exists() else None)
-        if not self.whole or state.snapshot is None:
-            return state
-        self.stored = {k[0]: v[0] for k, v in self.parts.iterator()} if self.parts.exists() else {}
-        return KeyState(join_snapshot(state.snapshot, self.stored), state.emitted, state.timer_ms)
+    def _inputs(self, key: Any, rows: Iterator[pd.DataFrame]) -> list[Row]:
+        """A key's rows as ``(event time, partition, tuple)``, sorted (see the module doc)."""
+        frames = list(rows)
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        frame.columns = self.input_columns  # Spark renames some (those starting with "__")
+        sort = ([TIME_COLUMN] if self.time_mode == "event" else []) + self.order_by
+        if sort:
+            frame = frame.sort_values(sort, kind="stable", ignore_index=True)
+        values = zip(*(frame[name].tolist() for name in self.record_columns), strict=True)
+        records = [to_record(dict(zip(self.record_columns, v, strict=True))) for v in values]
+        times: list[int | None] = [None] * len(records)
+        if self.time_mode == "event":
+            times = [int(t) for t in frame[TIME_COLUMN]]
+        if self.whole:
+            return list(zip(times, [r[self.key_column] for r in records], records, strict=True))
+        return [(time_ms, key, record) for time_ms, record in zip(times, records, strict=True)]
 
-    def _save(self, state: KeyState) -> None:
-        if not self.whole or state.snapshot is None:
-            self.state.update(state.to_row())
-            return
-        meta, parts = split_snapshot(state.snapshot)
-        self.state.update(KeyState(meta, state.emitted, state.timer_ms).to_row())
-        for pid, text in parts.items():
-            if self.stored.get(pid) != text:
-                self.parts.updateValue((pid,), (text,))
-        for pid in self.stored.keys() - parts.keys():  # evicted (or flushed) partitions
-            self.parts.removeKey((pid,))
-        self.stored = parts
-
-    def _commit(self, key: Any, step: Step) -> Iterator[pd.DataFrame]:
-        self._save(step.state)
+    def _commit(self, key: Any, window: StoredWindow, step: Step) -> Iterator[pd.DataFrame]:
+        rows = self._rows(key, step)  # reads the stored tuples they show, before the save
+        window.save()
         if step.delete_timer is not None:
             self.handle.deleteTimer(step.delete_timer)
         if step.register_timer is not None:
             self.handle.registerTimer(step.register_timer)
+        if rows:
+            yield pd.DataFrame(rows)
+
+    def _rows(self, key: Any, step: Step) -> list[Mapping[str, Any]]:
         first = step.state.emitted - len(step.events)
         rows: list[Mapping[str, Any]] = []
         for seq, event in enumerate(step.events, start=first):
             if self.kinds is not None and event.kind.value not in self.kinds:
                 continue
             where = event.partition if self.whole else key
-            rows.extend(
-                self.mapper(where, event)
-                if self.mapper
-                else [event_row(where, event, seq, self.key_column)]
-            )
-        if rows:
-            yield pd.DataFrame(rows)
+            if self.mapper:
+                rows.extend(self.mapper(where, event))
+                continue
+            row = event_row(where, event, seq, self.key_column, self.include_window)
+            rows.append(row | {"size": len(event.tuples)})
+        return rows
+
+
+class SparkStore:
+    """:class:`~trending.windows.spl.keyed.WindowStore` over a grouping key's state variables:
+    ``spl_meta`` (ValueState), ``spl_parts``, ``spl_segments`` and ``spl_order`` (MapState),
+    each row JSON text (the order's rows a partition id and a time). A row that may be
+    missing is first looked up with ``exists``/``containsKey``: Spark's state server logs a
+    warning for each ``get``/``getValue`` of a missing row."""
+
+    def __init__(self, handle: StatefulProcessorHandle) -> None:
+        self.meta = handle.getValueState("spl_meta", TEXT_SCHEMA)
+        self.parts = handle.getMapState("spl_parts", PART_KEY_SCHEMA, TEXT_SCHEMA)
+        self.segments = handle.getMapState("spl_segments", SEGMENT_KEY_SCHEMA, TEXT_SCHEMA)
+        self.order = handle.getMapState("spl_order", ORDER_KEY_SCHEMA, ORDER_SCHEMA)
+
+    def get_meta(self) -> dict[str, Any] | None:
+        meta: dict[str, Any] | None = _parsed(self.meta.get()) if self.meta.exists() else None
+        return meta
+
+    def put_meta(self, meta: dict[str, Any]) -> None:
+        self.meta.update((_text(meta),))
+
+    def has_part(self, pid: str) -> bool:
+        return bool(self.parts.containsKey((pid,)))
+
+    def get_part(self, pid: str) -> dict[str, Any] | None:
+        record: dict[str, Any] | None = _parsed(self.parts.getValue((pid,)))
+        return record
+
+    def all_parts(self) -> Iterable[dict[str, Any]]:
+        if not self.parts.exists():
+            return []
+        return [json.loads(value[0]) for value in self.parts.values()]
+
+    def put_part(self, pid: str, record: dict[str, Any]) -> None:
+        self.parts.updateValue((pid,), (_text(record),))
+
+    def remove_part(self, pid: str) -> None:
+        self.parts.removeKey((pid,))
+
+    def get_segment(self, pid: str, start: int) -> Items | None:
+        items: Items | None = _parsed(self.segments.getValue((pid, start)))
+        return items
+
+    def put_segment(self, pid: str, start: int, items: Items) -> None:
+        self.segments.updateValue((pid, start), (_text(items),))
+
+    def remove_segment(self, pid: str, start: int) -> None:
+        self.segments.removeKey((pid, start))
+
+    def get_order(self, position: int) -> tuple[str, int] | None:
+        if not self.order.containsKey((position,)):
+            return None
+        row = self.order.getValue((position,))
+        return None if row is None else (str(row[0]), int(row[1]))
+
+    def put_order(self, position: int, pid: str, last_ms: int) -> None:
+        self.order.updateValue((position,), (pid, last_ms))
+
+    def remove_order(self, position: int) -> None:
+        self.order.removeKey((position,))
+
+
+def _parsed(row: Sequence[Any] | None) -> Any:
+    return None if row is None else json.loads(row[0])
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 def _key_column(spec: WindowSpec, key: str | None) -> str:
@@ -352,9 +415,10 @@ def _output_schema(
             StructField(key_field.name, key_field.dataType, True),
             StructField("event", StringType(), False),
             StructField("seq", LongType(), False),
-            StructField("tuples", StringType(), False),
+            StructField("tuples", StringType(), True),
             StructField("time_ms", LongType(), False),
             StructField("summary", StringType(), True),
+            StructField("size", LongType(), False),
         ]
     )
 
