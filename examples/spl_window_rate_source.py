@@ -52,7 +52,14 @@ def main() -> None:
         )
     else:
         spec = {"kind": "sliding", "evict": {"count": 4}, "trigger": {"count": 2}}
-        events = apply_window(readings, spec, key="sensor", order_by="value", kinds=["trigger"])
+        events = apply_window(
+            readings,
+            spec,
+            key="sensor",
+            order_by="value",
+            kinds=["trigger"],
+            include_window=True,
+        )
     query = (
         events.writeStream.format("console")
         .option("truncate", "false")

@@ -1,4 +1,4 @@
-"""The incremental form of the runner's pure half (:class:`keyed.StoredWindow`), without Spark.
+"""The incremental form of the runner's pure half (:class:`stored.StoredWindow`), without Spark.
 
 A dict of JSON text plays Spark's state store (:class:`MemoryStore`). Each micro-batch and
 each fired timer runs on a new ``StoredWindow`` over the same store, as after a restart. The
@@ -23,13 +23,11 @@ from hypothesis import strategies as st
 from trending.windows.spl import PartitionInfo, PartitionKey, WindowEvent, parse_spec
 from trending.windows.spl.events import EventKind
 from trending.windows.spl.keyed import (
-    SEGMENT_TUPLES,
-    Items,
-    StoredWindow,
     build_window,
     event_row,
     pure_partitioned_inputs,
 )
+from trending.windows.spl.stored import SEGMENT_TUPLES, Items, StoredWindow
 
 Row = tuple[int | None, PartitionKey, dict[str, Any]]
 Essence = tuple[str, PartitionKey, list[int], int, Any]

@@ -9,11 +9,11 @@ from typing import Any, TypeVar
 
 from connectors.transactions import TransactionalBatchWriter
 from trending.errors import UserError
+from trending.spark.session import PROVIDER_CONF, ROCKSDB_PROVIDER
 
 T = TypeVar("T")
-ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 STATE_STORE_CONF = {
-    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+    PROVIDER_CONF: ROCKSDB_PROVIDER,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     # Counting rows costs a read before every write; the state's size is reported in bytes.
     "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",

@@ -17,6 +17,8 @@ from connectors.jvm import java_executable, require_jars
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HASHTAG_UDF = ("hashtag_keys", "trending.udf.HashtagKeys")
 JAR_GROUPS = ("connectors", "udf")
 

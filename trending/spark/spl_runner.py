@@ -7,7 +7,7 @@
                                "trigger": {"count": 1}}, key="user", order_by="id")
 
 Each key (``key`` column, or the spec's ``partition_by``) gets its own window from the pure
-core (:mod:`trending.windows.spl`), run by :class:`trending.windows.spl.keyed.StoredWindow`
+core (:mod:`trending.windows.spl`), run by :class:`trending.windows.spl.stored.StoredWindow`
 over the key's rows in Spark's checkpointed state store, so a query restarted on the same
 checkpoint continues the windows. The state is kept incrementally (:class:`SparkStore`): a
 ``ValueState`` row of bookkeeping (clock, counters, timer), a ``MapState`` record per
@@ -72,11 +72,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from trending.spark.session import PROVIDER_CONF, ROCKSDB_PROVIDER
 from trending.windows.spl.events import PartitionKey, Record, WindowEvent
 from trending.windows.spl.keyed import (
-    Items,
     Step,
-    StoredWindow,
     TimeMode,
     check_keyed,
     event_row,
@@ -85,6 +84,7 @@ from trending.windows.spl.keyed import (
     to_record,
 )
 from trending.windows.spl.spec import SpecError, WindowSpec, parse_spec
+from trending.windows.spl.stored import Items, StoredWindow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -93,8 +93,6 @@ EventMapper: TypeAlias = Callable[[Any, WindowEvent], Iterable[Mapping[str, Any]
 """``fn(key, event)`` -> output rows (mappings from ``output_schema`` field names)."""
 Row: TypeAlias = tuple[int | None, PartitionKey, Record]
 
-PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 NO_DATA_CONF = "spark.sql.streaming.noDataMicroBatches.enabled"
 TIME_COLUMN = "spl_runner_time_ms"
 TIME_STAMP_COLUMN = "spl_runner_time"
@@ -310,7 +308,7 @@ class SplProcessor(StatefulProcessor):
 
 
 class SparkStore:
-    """:class:`~trending.windows.spl.keyed.WindowStore` over a grouping key's state variables:
+    """:class:`~trending.windows.spl.stored.WindowStore` over a grouping key's state variables:
     ``spl_meta`` (ValueState), ``spl_parts``, ``spl_segments`` and ``spl_order`` (MapState),
     each row JSON text (the order's rows a partition id and a time). A row that may be
     missing is first looked up with ``exists``/``containsKey``: Spark's state server logs a
