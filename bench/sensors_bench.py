@@ -51,8 +51,10 @@ def readings_topic(bootstrap: str, count: int) -> str:
     from trending.sensors_data import generate_readings, produce_sensor_records
 
     topic = f"bench-sensors-readings-{count}"
-    if topic_size(bootstrap, topic) != count:
-        topic = f"{topic}-{uuid.uuid4().hex[:6]}"
+    held = topic_size(bootstrap, topic)
+    if held != count:
+        if held:  # a partial topic from an interrupted run: write a new one beside it
+            topic = f"{topic}-{uuid.uuid4().hex[:6]}"
         stream = generate_readings(1, count, start_ms=START_MS, events_per_second=EVENTS_PER_SECOND)
         produce_sensor_records(bootstrap, topic, stream, schema="sensor_reading", partitions=4)
     return topic

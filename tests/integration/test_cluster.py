@@ -1,6 +1,6 @@
-"""The hashtags job on a real Spark standalone cluster (a master and two workers, each its own
-JVM), with a ``file://`` checkpoint URI, against the same job on ``local[2]`` and a brute-force
-count; the cluster's driver is killed (SIGKILL) mid-stream and started again."""
+"""Both jobs on a real Spark standalone cluster (a master and two workers, each its own JVM), with a
+``file://`` checkpoint URI, against brute-force oracles (and, for hashtags, the same job on
+``local[2]``); each job's driver is killed (SIGKILL) mid-stream and started again."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 import threading
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,20 @@ from tests.integration.test_hashtags_job import (
     produce,
     watermark_after,
 )
+from tests.integration.test_sensors_job import Job, make_events
+from tests.integration.test_sensors_job import job_command as sensors_command
+from tests.integration.test_sensors_job import oracle as sensors_oracle
 from tests.support.kafka import read_all
 from tests.support.spark_cluster import StandaloneCluster, cluster_env
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    folder = tmp_path_factory.mktemp("spark-cluster")
+    with StandaloneCluster(folder, workers=2, memory="2g") as spark:
+        yield spark
 
 
 def job_command(bootstrap: str, topics: dict[str, str], master: str, checkpoint: str) -> list[str]:
@@ -55,9 +66,9 @@ def run_to_end(command: list[str]) -> str:
     return result.stderr
 
 
-def kill_after_batches(command: list[str], batches: int) -> str:
+def kill_after(command: list[str], logged: str) -> str:
     """Start the job, SIGKILL its whole process group (Python driver and JVM) once it has
-    published ``batches`` micro-batches; return what it logged."""
+    logged a line matching ``logged``; return what it logged."""
     process = subprocess.Popen(
         command, stderr=subprocess.PIPE, text=True, env=cluster_env(), start_new_session=True
     )
@@ -69,7 +80,7 @@ def kill_after_batches(command: list[str], batches: int) -> str:
         assert process.stderr is not None
         for line in process.stderr:
             lines.append(line)
-            if re.search(rf"batch {batches - 1}: \d+ revisions", line):
+            if re.search(logged, line):
                 reached.set()
 
     reader = threading.Thread(target=read, daemon=True)
@@ -88,8 +99,8 @@ def records(bootstrap: str, topic: str) -> list[dict[str, Any]]:
     return [codec.decode(r.value) for r in read_all(bootstrap, topic)]
 
 
-def test_standalone_cluster_equals_local_and_survives_a_killed_driver(
-    kafka_bootstrap: str, tmp_path: Path
+def test_hashtags_on_a_standalone_cluster_equal_local_and_survive_a_killed_driver(
+    kafka_bootstrap: str, cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
     tag = uuid.uuid4().hex[:8]
     tweets_topic = f"tweets-cluster-{tag}"
@@ -101,19 +112,35 @@ def test_standalone_cluster_equals_local_and_survives_a_killed_driver(
         names = {n: f"{n}-{run}-{tag}" for n in ("trending", "late", "dlq")}
         return {"tweets": tweets_topic, **names}
 
-    local, cluster = topics("local"), topics("cluster")
+    local, on_cluster = topics("local"), topics("cluster")
     run_to_end(job_command(kafka_bootstrap, local, "local[2]", f"file://{tmp_path}/local"))
-    with StandaloneCluster(tmp_path / "spark-cluster", workers=2, memory="2g") as spark:
-        command = job_command(kafka_bootstrap, cluster, spark.master_url, f"file://{tmp_path}/c")
-        killed = kill_after_batches(command, batches=4)
-        assert "batch 3:" in killed
-        restarted = run_to_end(command)
+    command = job_command(kafka_bootstrap, on_cluster, cluster.master_url, f"file://{tmp_path}/c")
+    killed = kill_after(command, r"batch 3: \d+ revisions")
+    assert "batch 3:" in killed
+    restarted = run_to_end(command)
     assert re.search(r"hashtags job stopped: \d+ micro-batches", restarted)
 
     expected = oracle_finals(tweets, watermark_after(tweets))
     local_records = records(kafka_bootstrap, local["trending"])
-    cluster_records = records(kafka_bootstrap, cluster["trending"])
+    cluster_records = records(kafka_bootstrap, on_cluster["trending"])
     assert finals_of(local_records) == expected  # also: no window finalized twice
     assert finals_of(cluster_records) == expected
     revisions = Counter((r["window_start"], r["revision"]) for r in cluster_records)
     assert max(revisions.values()) == 1, "a (window, revision) was published twice"
+
+
+@pytest.mark.parametrize("per_sensor", [False, True], ids=["global", "per-sensor"])
+def test_sensors_on_a_standalone_cluster_equal_the_seed_model_across_a_killed_driver(
+    kafka_bootstrap: str, cluster: StandaloneCluster, tmp_path: Path, per_sensor: bool
+) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    events = make_events(1_600, 700, seed=23 + per_sensor)
+    job.produce(events)
+    size = 8 if per_sensor else 30
+    extra = ["--size", str(size), "--max-offsets-per-trigger", "400"]
+    extra += ["--partition-by", "sensor"] if per_sensor else []
+    command = sensors_command(job, *extra, master=cluster.master_url)
+    kill_after(command, r"batch 2: \d+ readings")
+    restarted = run_to_end(command)
+    assert re.search(r"sensors job stopped: \d+ micro-batches", restarted)
+    assert job.results() == sensors_oracle(events, size, 3, per_sensor)

@@ -264,11 +264,11 @@ def test_late_events_are_routed_and_other_settings_refused(
         job.run(spark, size=50)
 
 
-def job_command(job: Job, *extra: str) -> list[str]:
+def job_command(job: Job, *extra: str, master: str = "local[2]") -> list[str]:
     t = job.topics
     return [
         sys.executable, "-m", "trending.cli", "run", "sensors", "--available-now",
-        "--master", "local[2]", "--checkpoint", f"file://{job.checkpoint}",
+        "--master", master, "--checkpoint", f"file://{job.checkpoint}",
         "--bootstrap-servers", job.bootstrap, "--readings-topic", t["readings"],
         "--queries-topic", t["queries"], "--matches-topic", t["matches"],
         "--popular-topic", t["popular"], "--late-topic", t["late"],
