@@ -168,6 +168,11 @@ class Metrics:
         self.topk_changes = _counter(r, "topk_changes", "Top-k changes (sensor jobs).")
         self.matches = _counter(r, "matches", "Pattern matches (sensor jobs).")
         self.popular_readings = _counter(r, "popular_readings", "Popular readings (sensor jobs).")
+        self.pending_events = Gauge(
+            "trending_pending_events",
+            "Events held until the watermark passes them (sensor jobs).",
+            registry=r,
+        )
         self.top_hashtags = Gauge(
             "trending_top_hashtag_count",
             "Count of each of the current top-k hashtags of the newest open window.",
@@ -327,7 +332,12 @@ class SensorObserver:
         self.metrics = metrics
         metrics.add_topics(
             [config.readings_topic, config.queries_topic],
-            [config.matches_topic, config.popular_topic, config.late_topic],
+            [
+                config.matches_topic,
+                config.popular_topic,
+                config.late_topic,
+                config.dead_letter_topic,
+            ],
         )
         metrics.set_watermark(processor.state.watermark_ms)
 
@@ -348,6 +358,7 @@ class SensorObserver:
         m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
         m.matches.inc(stats.matches)
         m.popular_readings.inc(stats.popular)
+        m.pending_events.set(stats.pending)
         m.set_watermark(stats.watermark_ms)
 
 

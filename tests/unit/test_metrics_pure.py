@@ -14,7 +14,8 @@ from prometheus_client import generate_latest
 
 from trending.cli import build_parser
 from trending.jobs.hashtags import BatchStats
-from trending.metrics import HashtagObserver, Metrics, dead_reason_label
+from trending.jobs.sensors import SensorBatchStats
+from trending.metrics import HashtagObserver, Metrics, SensorObserver, dead_reason_label
 from trending.spark.listener import compute_lag, parse_offsets, parse_timestamp_ms, record_progress
 from trending.windows.topk_merge import Published
 
@@ -155,6 +156,29 @@ def test_hashtag_observer_counts_a_batch() -> None:
     assert value(metrics, "trending_watermark_timestamp_seconds") == 90
     assert value(metrics, "trending_batch_phase_seconds_sum", source="job", phase="spark") == 0.5
     assert 'trending_top_hashtag_count{hashtag="b"}' not in exported(metrics)  # newest: none yet
+
+
+def test_sensor_observer_counts_a_batch() -> None:
+    metrics = Metrics("sensors")
+    topics = {n: n for n in ("matches", "popular", "late", "dlq", "readings", "queries")}
+    config = SimpleNamespace(**{f"{n}_topic": n for n in topics}, dead_letter_topic="dlq")
+    processor: Any = SimpleNamespace(config=config, state=SimpleNamespace(watermark_ms=None))
+    observe = SensorObserver(metrics, processor)
+    for topic in ("matches", "popular", "late", "dlq"):
+        assert value(metrics, "trending_kafka_records_written_total", topic=topic) == 0
+    reason = "value is not valid Avro for the schema"
+    stats = SensorBatchStats(3, matches=7, popular=2, pending=40, late=1, dead=1)
+    stats.dead_reasons, stats.watermark_ms = {reason: 1}, 5_000
+    observe(stats, processor)
+    observe(SensorBatchStats(3, matches=99, skipped=True), processor)  # a replayed batch
+    assert value(metrics, "trending_matches_total") == 7
+    assert value(metrics, "trending_popular_readings_total") == 2
+    assert value(metrics, "trending_pending_events") == 40
+    assert value(metrics, "trending_kafka_records_written_total", topic="matches") == 7
+    assert value(metrics, "trending_kafka_records_written_total", topic="dlq") == 1
+    assert value(metrics, "trending_late_records_total", reason="behind_watermark") == 1
+    assert value(metrics, "trending_dead_letters_total", reason="invalid_avro") == 1
+    assert value(metrics, "trending_watermark_timestamp_seconds") == 5
 
 
 def test_query_status_and_reasons() -> None:
