@@ -1,4 +1,4 @@
-"""``trending windows``: tools for the SPL window core (``replay`` a spec over JSON lines)."""
+"""``trending windows``: tools for the SPL and temporal window cores (``replay`` a spec)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add ``windows`` and its ``replay`` sub-command."""
     windows = subparsers.add_parser(
         "windows",
-        help="SPL windows: replay a window spec over JSON lines",
-        description="Tools for the SPL windowing core.",
+        help="SPL and temporal windows: replay a window spec over JSON lines",
+        description="Tools for the SPL and temporal windowing cores.",
     )
     commands = windows.add_subparsers(dest="windows_command", metavar="SUBCOMMAND", required=True)
     parser = commands.add_parser(

@@ -1,7 +1,10 @@
-"""Replay an SPL window spec over JSON lines: ``trending windows replay SPEC < in > out``.
+"""Replay a window spec over JSON lines: ``trending windows replay SPEC < in > out``.
 
-SPEC is a JSON or YAML file holding a window spec (see :mod:`trending.windows.spl.spec`).
-Each input line is one JSON object:
+SPEC is a JSON or YAML file holding an SPL window spec (see :mod:`trending.windows.spl.spec`)
+or a temporal one (StreamInsight windows, :mod:`trending.windows.temporal.spec`): ``kind``
+``hopping``, ``snapshot``, ``count`` or ``alter``, or ``tumbling`` with a ``duration``, is
+temporal (input and output lines: :mod:`trending.windows.temporal_replay`); ``sliding``, or
+``tumbling`` with an ``evict``, is SPL. For an SPL spec, each input line is one JSON object:
 
 * ``{"tuple": {...}}`` insert a tuple (into the partition ``tuple[partition_by]`` if the spec
   has ``partition_by``) at the current clock time,
@@ -25,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -35,6 +38,7 @@ from trending.windows.spl.events import InputError
 from trending.windows.spl.policies import seconds_to_ms
 from trending.windows.spl.spec import SpecError, WindowSpec, parse_spec
 from trending.windows.spl.window import Advance, Input, Insert, Punctuation, WindowLogic
+from trending.windows.temporal.spec import is_temporal_spec, parse_temporal_spec
 
 PROG = "trending windows replay"
 _FORMS = '{"tuple": {...}}, {"punct": true}, {"time": T}'
@@ -44,12 +48,21 @@ class ReplayError(ValueError):
     """A spec file or an input line the replay cannot use; the message says where."""
 
 
-def replay(spec: Mapping[str, Any], lines: Iterable[str]) -> Iterator[str]:
-    """The JSON event lines that replaying ``lines`` through the window of ``spec`` fires.
+def replay(
+    spec: Mapping[str, Any], lines: Iterable[str], warn: Callable[[str], None] | None = None
+) -> Iterator[str]:
+    """The JSON lines that replaying ``lines`` through the window of ``spec`` gives.
 
-    Raises :class:`~trending.windows.spl.spec.SpecError` at once for a bad spec and
+    A temporal spec (:func:`~trending.windows.temporal.spec.is_temporal_spec`) goes to
+    :mod:`trending.windows.temporal_replay` (``warn`` hears of late input it dropped or
+    adjusted); any other spec is an SPL window. Raises
+    :class:`~trending.windows.spl.spec.SpecError` at once for a bad spec and
     :class:`ReplayError` (``line N: ...``) when iteration reaches a malformed line.
     """
+    if is_temporal_spec(spec):
+        from trending.windows.temporal_replay import replay_temporal
+
+        return replay_temporal(parse_temporal_spec(spec), lines, warn)
     parsed = parse_spec(spec)
     return _replay(parsed, parsed.build(), lines)
 
@@ -125,12 +138,16 @@ def run(spec_path: str, stdin: TextIO, stdout: TextIO) -> None:
     """Replay ``stdin`` through the window of the spec file, writing event lines to ``stdout``."""
     spec = load_spec(spec_path)
     try:
-        lines = replay(spec, stdin)
+        lines = replay(spec, stdin, _warn)
     except SpecError as error:
         raise ReplayError(f"spec {spec_path}: {error}") from error
     for line in lines:
         stdout.write(line + "\n")
         stdout.flush()
+
+
+def _warn(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
