@@ -141,7 +141,7 @@ def test_day_long_edge_under_one_second_hops() -> None:
 
 def test_plain_hopping_refuses_an_event_in_too_many_windows_at_once() -> None:
     query = TemporalQuery(HoppingWindow(HoppingGeometry(S, S), Aggregate("count"), max_windows=100))
-    with pytest.raises(TemporalInputError, match="falls in 1000 hopping windows.*snap"):
+    with pytest.raises(TemporalInputError, match=r"falls in 1000 hopping windows.*snap"):
         query.run([StartEdge(0, 1, "e"), EndEdge("e", 1000 * S)])
 
 
