@@ -55,6 +55,9 @@ TOPIC_SCHEMAS: dict[str, str] = {
     "sensor-matches": "sensor_match",
     "popular-readings": "popular_reading",
     "sensor-late": "dead_letter",  # late readings and queries, in the dead-letter envelope
+    "interval-events-late": "dead_letter",  # late events of the temporal window job
+    "interval-events": "interval_event",
+    "window-rows": "window_row",
 }
 DEAD_LETTER_SCHEMA = "dead_letter"
 
