@@ -24,6 +24,7 @@ from trending.metrics import add_metrics_arguments
 if TYPE_CHECKING:
     from trending.jobs.hashtags import HashtagJobConfig
     from trending.jobs.sensors import SensorJobConfig
+    from trending.jobs.windows import WindowsJobConfig
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     jobs = run.add_subparsers(dest="job", metavar="JOB", required=True)
     _register_hashtags(jobs)
     _register_sensors(jobs)
+    _register_windows(jobs)
 
 
 def _duration(text: str) -> int:
@@ -117,6 +119,39 @@ def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
     topics.add_argument("--dead-letter-topic", default="sensor-dlq")
     _add_spark_arguments(parser, topics, "checkpoints/sensors")
     parser.set_defaults(handler=run_sensors)
+
+
+def _register_windows(jobs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = jobs.add_parser(
+        "windows",
+        help="a temporal window spec (hopping, snapshot, count, alter) per key",
+        description=(
+            "Run a temporal window spec (the same JSON or YAML as `trending windows replay`: "
+            "hopping, tumbling with a duration, snapshot, count, alter) per key over interval "
+            "events, edges and CTIs, and publish each row once it is final. Every key's CTI is "
+            "the watermark: max sync time (start; an end edge's end) - lateness, raised by CTI "
+            "records. Events behind it go to the late topic, bad ones to the dead-letter topic."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("spec", metavar="SPEC", help="the spec file (.json, else YAML)")
+    window = parser.add_argument_group("windows")
+    window.add_argument(
+        "--lateness", type=_duration, default="5s", help="allowed lateness behind max sync time"
+    )
+    window.add_argument(
+        "--keep-open",
+        action="store_true",
+        help="with --available-now: do not close the input with a CTI at the end of time",
+    )
+    _add_trigger_arguments(parser, "close the input (a CTI at the end of time)")
+    topics = parser.add_argument_group("topics")
+    topics.add_argument("--input-topic", default="interval-events")
+    topics.add_argument("--output-topic", default="window-rows")
+    topics.add_argument("--late-topic", default="interval-events-late")
+    topics.add_argument("--dead-letter-topic", default="interval-events-dlq")
+    _add_spark_arguments(parser, topics, "checkpoints/windows")
+    parser.set_defaults(handler=run_windows)
 
 
 def _add_trigger_arguments(parser: argparse.ArgumentParser, at_end: str) -> None:
@@ -223,6 +258,33 @@ def run_sensors(args: argparse.Namespace) -> int:
     return run_sensor_job(config, (args.metrics_host, args.metrics_port))
 
 
+def run_windows(args: argparse.Namespace) -> int:
+    """Run the temporal window job until it ends (available-now), is stopped, or fails."""
+    from trending.jobs.windows import WindowsJobConfig
+    from trending.windows.replay import ReplayError, load_spec
+
+    try:
+        spec = load_spec(args.spec)
+    except ReplayError as error:
+        raise UserError(str(error)) from error
+    if not isinstance(spec, dict):
+        raise UserError(f"spec {args.spec} is not a mapping")
+    bootstrap, kafka_options = kafka_from_args(args)
+    config = WindowsJobConfig(
+        spec=spec,
+        input_topic=args.input_topic,
+        output_topic=args.output_topic,
+        late_topic=args.late_topic,
+        dead_letter_topic=args.dead_letter_topic,
+        lateness_ms=args.lateness,
+        keep_open=args.keep_open,
+        **_job_settings(args, bootstrap, kafka_options),
+    )
+    config.validate()
+    _wait_for_kafka(bootstrap, kafka_options)
+    return run_windows_job(config, (args.metrics_host, args.metrics_port))
+
+
 def _job_settings(
     args: argparse.Namespace, bootstrap: str, kafka_options: dict[str, str]
 ) -> dict[str, Any]:
@@ -277,7 +339,8 @@ def run_job(config: HashtagJobConfig, metrics_address: tuple[str, int] = ("127.0
         f"(size {format_duration_ms(config.size_ms)}, hop {format_duration_ms(config.hop_ms)}, "
         f"top {config.k}, lateness {format_duration_ms(config.lateness_ms)})"
     )
-    return _serve("hashtags", banner, spark, query, processor, monitoring, summarize)
+    _serve("hashtags", banner, spark, query, processor, monitoring, summarize)
+    return 0
 
 
 def run_sensor_job(
@@ -296,11 +359,38 @@ def run_sensor_job(
         f"{config.popular_topic} (last {config.size} readings, {windows}, threshold "
         f"{config.threshold}, lateness {format_duration_ms(config.lateness_ms)})"
     )
-    return _serve("sensors", banner, spark, query, processor, monitoring, summarize)
+    _serve("sensors", banner, spark, query, processor, monitoring, summarize)
+    return 0
+
+
+def run_windows_job(
+    config: WindowsJobConfig, metrics_address: tuple[str, int] = ("127.0.0.1", 0)
+) -> int:
+    """Start Spark and the temporal window query; with ``--available-now``, a second run
+    applies the end-of-input CTI."""
+    from trending.jobs.windows import close_input, start_query, summarize
+
+    spark, monitoring = _start_spark("windows", config, metrics_address)
+    query, processor = start_query(spark, config)
+    banner = (
+        f"{config.input_topic} -> {config.output_topic} ({config.query().window.name} per key, "
+        f"lateness {format_duration_ms(config.lateness_ms)})"
+    )
+    closing = config.available_now and not config.keep_open
+    if not _serve("windows", banner, spark, query, processor, monitoring, summarize, not closing):
+        return 0
+    if close_input(config, processor):
+        query, processor = start_query(spark, config, processor=processor)
+        _serve("windows", "end of input", spark, query, processor, None, summarize)
+    else:
+        _stop(spark, processor, monitoring)
+    return 0
 
 
 def _start_spark(
-    job: str, config: HashtagJobConfig | SensorJobConfig, metrics_address: tuple[str, int]
+    job: str,
+    config: HashtagJobConfig | SensorJobConfig | WindowsJobConfig,
+    metrics_address: tuple[str, int],
 ) -> tuple[Any, Any]:
     from trending.spark.listener import start_monitoring
     from trending.spark.session import build_session
@@ -322,8 +412,11 @@ def _serve(
     processor: Any,
     monitoring: Any,
     summarize: Callable[[Any], str],
-) -> int:
-    """Wait for ``query`` until it ends or a signal comes; then stop everything and report."""
+    last: bool = True,
+) -> bool:
+    """Wait for ``query`` until it ends or a signal comes, and report; then stop everything,
+    unless the query ended on its own and it is not the ``last`` one. True: it ended on its
+    own; :class:`UserError` when it failed."""
     if monitoring is not None:
         monitoring.watch(query)
     print(f"trending: {job} job running: {banner}", file=sys.stderr)
@@ -340,11 +433,17 @@ def _serve(
     if stop.is_set():
         query.stop()
     exception = query.exception()
+    ended = not stop.is_set() and exception is None
+    if last or not ended:
+        _stop(spark, processor, monitoring)
+    print(f"trending: {job} job stopped: {summarize(processor.history)}", file=sys.stderr)
+    if exception is not None and not stop.is_set():
+        raise UserError(f"the streaming query failed: {exception}")
+    return ended
+
+
+def _stop(spark: Any, processor: Any, monitoring: Any) -> None:
     processor.close()
     if monitoring is not None:
         monitoring.close()
     spark.stop()
-    print(f"trending: {job} job stopped: {summarize(processor.history)}", file=sys.stderr)
-    if exception is not None and not stop.is_set():
-        raise UserError(f"the streaming query failed: {exception}")
-    return 0

@@ -25,8 +25,9 @@ from connectors.kafka import client_config
 from trending.metrics import HashtagObserver, Metrics, MetricsServer, SensorObserver, finite
 
 if TYPE_CHECKING:
-    from trending.jobs.hashtags import HashtagBatchProcessor, HashtagJobConfig
-    from trending.jobs.sensors import SensorBatchProcessor, SensorJobConfig
+    from trending.jobs.common import JobSettings
+    from trending.jobs.hashtags import HashtagBatchProcessor
+    from trending.jobs.sensors import SensorBatchProcessor
 
     Processor = HashtagBatchProcessor | SensorBatchProcessor
 
@@ -246,7 +247,7 @@ class Monitoring:
 
 def start_monitoring(
     spark: Any,
-    config: HashtagJobConfig | SensorJobConfig,
+    config: JobSettings,
     address: tuple[str, int],
     lag_interval: float = 10.0,
     kind: str = "hashtags",

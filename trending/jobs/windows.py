@@ -1,0 +1,339 @@
+"""``trending run windows SPEC``: a temporal window spec per key, from Kafka to Kafka.
+
+Input: interval events, edges and CTIs (``schemas/interval_event.avsc``) on ``--input-topic``.
+Per key, the spec's query (:mod:`trending.windows.temporal`) runs in Spark's state store on the
+executors (:mod:`trending.spark.temporal_steps`), with Spark's event-time watermark
+``W = max sync time - lateness`` (raised by CTI records) as every key's CTI. Output: the rows
+each CTI makes final (``schemas/window_row.avsc``) on ``--output-topic``, keyed by key; late
+events (sync time behind ``W``) to ``--late-topic``, bad ones to ``--dead-letter-topic``, both
+in the dead-letter envelope. One Kafka transaction per batch, with the driver's state: the
+watermark the next batch runs under.
+
+``--available-now`` processes what is in the topic, then closes the input as the replay tool
+does: the end of the input is a CTI at the end of time (a CTI record the job writes to its own
+control topic, read with the input), so every row becomes final. ``--keep-open`` skips that.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import Producer
+
+from connectors.avro import AvroCodec, schema_json
+from connectors.kafka import ensure_topics
+from connectors.spark_kafka import read_kafka_stream, source_options
+from connectors.transactions import OutRecord, TransactionalBatchWriter
+from trending.errors import UserError
+from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state
+from trending.spark.checkpoint import JobCheckpoint
+from trending.spark.spl_runner import NO_DATA_CONF
+from trending.spark.temporal_steps import (
+    DEAD,
+    LATE,
+    PROGRESS,
+    RESULT,
+    apply_temporal,
+    temporal_events,
+)
+from trending.windows.spl.spec import SpecError
+from trending.windows.temporal import END_OF_TIME, TemporalQuery
+from trending.windows.temporal.spec import parse_temporal_spec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+log = logging.getLogger(__name__)
+STATE_LAYOUT = "temporal-json-1"
+
+
+@dataclass(frozen=True)
+class WindowsJobConfig(JobSettings):
+    """Everything ``trending run windows`` can be told (times in milliseconds)."""
+
+    spec: Mapping[str, Any] = field(default_factory=dict)
+    input_topic: str = "interval-events"
+    output_topic: str = "window-rows"
+    late_topic: str = "interval-events-late"
+    dead_letter_topic: str = "interval-events-dlq"
+    lateness_ms: int = 5_000
+    keep_open: bool = False
+
+    def query(self) -> TemporalQuery:
+        """The spec's query; :class:`UserError` for a spec that is not a temporal one."""
+        try:
+            return parse_temporal_spec(dict(self.spec))
+        except SpecError as error:
+            raise UserError(f"spec: {error}") from error
+
+    def validate(self) -> None:
+        self.query()
+        if self.lateness_ms < 0:
+            raise UserError("--lateness must be >= 0")
+
+    def state_settings(self) -> dict[str, Any]:
+        """The settings the job's state depends on: a checkpoint keeps them for its lifetime."""
+        return {
+            "state_layout": STATE_LAYOUT,
+            "spec": json.loads(json.dumps(self.spec, sort_keys=True)),
+            "lateness_ms": self.lateness_ms,
+        }
+
+
+@dataclass
+class DriverState:
+    """The driver's state, committed with each batch: the watermark the next batch runs under."""
+
+    watermark_ms: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"v": 1, "watermark_ms": self.watermark_ms}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DriverState:
+        if data.get("v") != 1:
+            raise ValueError(f"unknown state version {data.get('v')!r}")
+        return cls(int(data["watermark_ms"]))
+
+    @property
+    def closed(self) -> bool:
+        """The end-of-time CTI has passed: every row is final."""
+        return self.watermark_ms >= END_OF_TIME
+
+
+@dataclass
+class WindowsBatchStats:
+    """What one micro-batch did, for the progress line."""
+
+    batch_id: int
+    events: int = 0
+    rows: int = 0
+    late: int = 0
+    dead: int = 0
+    watermark_ms: int = 0
+    seconds: float = 0.0
+    started_at: float = 0.0
+    skipped: bool = False
+    dead_reasons: dict[str, int] = field(default_factory=dict)
+
+
+class WindowsBatchProcessor:
+    """The ``foreachBatch`` function: exactly-once window rows, late and dead letters."""
+
+    def __init__(
+        self,
+        config: WindowsJobConfig,
+        checkpoint: JobCheckpoint,
+        job_id: str,
+        writer: TransactionalBatchWriter,
+    ) -> None:
+        self.config, self.checkpoint, self.job_id, self.writer = config, checkpoint, job_id, writer
+        self.state = committed_state(writer, DriverState.from_json) or DriverState()
+        url = config.schema_registry_url
+        self.rows_codec = AvroCodec("window_row", url, subject=f"{config.output_topic}-value")
+        self.late_codec = AvroCodec("dead_letter", url, subject=f"{config.late_topic}-value")
+        self.dead_codec = AvroCodec("dead_letter", url, subject=f"{config.dead_letter_topic}-value")
+        self.history: list[WindowsBatchStats] = []
+        self.observers: list[Callable[[WindowsBatchStats, WindowsBatchProcessor], None]] = []
+
+    @property
+    def control_topic(self) -> str:
+        """The job's own topic, where ``--available-now`` writes its end-of-input CTI."""
+        return f"trending-windows-cti-{self.job_id}"
+
+    def settle_checkpoint(self) -> None:
+        """Match the query's checkpoint with the committed output (before the query starts)."""
+        repair = self.checkpoint.settle(self.writer.last_committed, self.state.watermark_ms)
+        if repair:
+            log.warning("checkpoint: %s", repair)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
+        stats = WindowsBatchStats(batch_id, started_at=time.time())
+        if batch_id <= self.writer.last_committed:
+            stats.skipped = True  # replayed after a crash: its output is already committed
+        else:
+            self._process(batch, batch_id, stats)
+        stats.seconds = time.monotonic() - started
+        self.history.append(stats)
+        for observe in self.observers:
+            observe(stats, self)
+        log.info(_describe(stats))
+
+    def _process(self, batch: DataFrame, batch_id: int, stats: WindowsBatchStats) -> None:
+        from pyspark.sql import functions as F
+
+        kept = batch.persist()
+        try:
+            progress = F.col("kind") == F.lit(PROGRESS)
+            figures = kept.agg(
+                F.max(F.when(progress, F.col("sync_ms"))).alias("mark"),
+                F.sum(F.when(progress, F.col("events"))).alias("events"),
+            ).first()
+            table = kept.where(~progress).toArrow()
+        finally:
+            kept.unpersist()
+        assert figures is not None
+        state = DriverState(self.state.watermark_ms)
+        if figures["mark"] is not None:
+            state.watermark_ms = max(state.watermark_ms, figures["mark"] - self.config.lateness_ms)
+        stats.events = int(figures["events"] or 0)
+        records = list(self._records(table.to_pylist(), stats))
+        self.writer.write_batch(batch_id, records, state.to_json())
+        self.state = state
+        stats.watermark_ms = state.watermark_ms
+
+    def _records(self, rows: list[dict[str, Any]], stats: WindowsBatchStats) -> Iterator[OutRecord]:
+        results = sorted(
+            (r for r in rows if r["kind"] == RESULT),
+            key=lambda r: (r["start_ms"], _end(r["end_ms"]), r["key"] or ""),
+        )
+        for row in results:
+            stats.rows += 1
+            yield OutRecord(self.config.output_topic, _utf8(row["key"]), self._encode_row(row))
+        now = int(time.time() * 1000)
+        for row in rows:
+            if row["kind"] == LATE:
+                stats.late += 1
+                yield OutRecord(self.config.late_topic, row["record_key"], self._letter(row, now))
+            elif row["kind"] == DEAD:
+                stats.dead += 1
+                reason = str(row["reason"])
+                stats.dead_reasons[reason] = stats.dead_reasons.get(reason, 0) + 1
+                topic = self.config.dead_letter_topic
+                yield OutRecord(topic, row["record_key"], self._letter(row, now, dead=True))
+
+    def _encode_row(self, row: dict[str, Any]) -> bytes:
+        return self.rows_codec.encode(
+            {"key": row["key"], "start": row["start_ms"], "end": row["end_ms"],
+             "value": row["value"], "values": row["values"] or []}
+        )  # fmt: skip
+
+    def _letter(self, row: dict[str, Any], now: int, dead: bool = False) -> bytes:
+        letter = {
+            "topic": row["topic"], "partition": row["partition"], "offset": row["offset"],
+            "key": row["record_key"], "value": row["raw"], "reason": row["reason"],
+            "failed_at": now,
+        }  # fmt: skip
+        return (self.dead_codec if dead else self.late_codec).encode(letter)
+
+
+def _end(end_ms: int | None) -> int:
+    return END_OF_TIME if end_ms is None else end_ms
+
+
+def _utf8(text: str | None) -> bytes | None:
+    return None if text is None else text.encode("utf-8")
+
+
+def _describe(stats: WindowsBatchStats) -> str:
+    if stats.skipped:
+        return f"batch {stats.batch_id}: already committed, skipped"
+    return (
+        f"batch {stats.batch_id}: {stats.events} events, {stats.rows} rows, {stats.late} late, "
+        f"{stats.dead} dead letters, next watermark {stats.watermark_ms} "
+        f"in {stats.seconds:.2f}s"
+    )
+
+
+def summarize(history: list[WindowsBatchStats]) -> str:
+    """One line over a run."""
+    done = [s for s in history if not s.skipped]
+    if not done:
+        return "no new micro-batches"
+    events = sum(s.events for s in done)
+    seconds = done[-1].started_at + done[-1].seconds - done[0].started_at
+    return (
+        f"{len(done)} micro-batches: {events} events, {sum(s.rows for s in done)} rows, "
+        f"{sum(s.late for s in done)} late, {sum(s.dead for s in done)} dead letters; "
+        f"{seconds:.2f}s from first read to last commit = {events / max(seconds, 1e-9):.0f} "
+        "events/s"
+    )
+
+
+def open_processor(spark: SparkSession, config: WindowsJobConfig) -> WindowsBatchProcessor:
+    """Claim the checkpoint, fence the previous writer and read the committed state."""
+    checkpoint = JobCheckpoint(spark, config.checkpoint)
+    job_id = checkpoint.claim("windows", config.state_settings())
+    writer = TransactionalBatchWriter(
+        config.bootstrap, f"trending-windows-{job_id}", config.kafka_options
+    )
+    try:
+        processor = WindowsBatchProcessor(config, checkpoint, job_id, writer)
+        processor.settle_checkpoint()
+    except BaseException:
+        writer.close()
+        raise
+    return processor
+
+
+def start_query(
+    spark: SparkSession,
+    config: WindowsJobConfig,
+    on_processor: Callable[[WindowsBatchProcessor], None] | None = None,
+    processor: WindowsBatchProcessor | None = None,
+) -> tuple[StreamingQuery, WindowsBatchProcessor]:
+    """Create the topics, then start the streaming query (not waiting for it); a given
+    ``processor`` (of a run that ended) goes on with its checkpoint."""
+    config.validate()
+    outputs = [config.output_topic, config.late_topic, config.dead_letter_topic]
+    ensure_topics(
+        config.bootstrap, [config.input_topic, *outputs],
+        partitions=config.topic_partitions, extra=config.kafka_options,
+    )  # fmt: skip
+    for key, value in STATE_STORE_CONF.items():
+        spark.conf.set(key, value)
+    spark.conf.set(NO_DATA_CONF, "true")  # a batch without input still fires the keys' timers
+    if processor is None:
+        processor = open_processor(spark, config)
+        if on_processor is not None:
+            on_processor(processor)
+    ensure_topics(config.bootstrap, [processor.control_topic], 1, extra=config.kafka_options)
+    options = source_options(
+        config.bootstrap,
+        f"{config.input_topic},{processor.control_topic}",
+        config.starting_offsets,
+        config.max_offsets_per_trigger,
+        config.spark_kafka_options,
+    )
+    confluent = config.schema_registry_url is not None
+    events = temporal_events(
+        read_kafka_stream(spark, options), schema_json("interval_event"), confluent,
+        config.lateness_ms,
+    )  # fmt: skip
+    writer = (
+        apply_temporal(events, config.query())
+        .writeStream.queryName(f"trending-windows-{processor.job_id}")
+        .option("checkpointLocation", processor.checkpoint.query_location)
+        .foreachBatch(processor)
+    )
+    if config.available_now:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{config.trigger_ms} milliseconds")
+    return writer.start(), processor
+
+
+def close_input(config: WindowsJobConfig, processor: WindowsBatchProcessor) -> bool:
+    """Write the end-of-input CTI to the job's control topic, unless every row is final
+    already or ``--keep-open``; True when a run must follow to apply it."""
+    if config.keep_open or processor.state.closed:
+        return False
+    codec = AvroCodec("interval_event", config.schema_registry_url)
+    producer = Producer(
+        {"bootstrap.servers": config.bootstrap, "enable.idempotence": True,
+         **config.kafka_options}
+    )  # fmt: skip
+    producer.produce(processor.control_topic, codec.encode({"kind": "CTI", "start": END_OF_TIME}))
+    if producer.flush(30) != 0:
+        raise UserError(f"could not write the end-of-input CTI to {processor.control_topic}")
+    return True

@@ -1,0 +1,256 @@
+"""The temporal window job's Spark plan: one temporal query per key, on the executors.
+
+One streaming plan per query::
+
+    Kafka records ─ from_avro ─ kind, sync time                   (stateless, per record)
+      ─ withWatermark(sync time, lateness)                          (Spark's watermark W)
+      ─ transformWithStateInPandas keyed by key, event-time timers  (state store, executors)
+          per key one TemporalState (JSON, one ValueState row):
+            events with sync < W            -> LATE rows (with the record's bytes)
+            bad input                       -> DEAD rows (with the reason)
+            the others, in (partition, offset) order, then the CTI moves to W -> RESULT rows
+          a timer at W + 1 while the state holds events: the key advances whenever W does
+            one PROGRESS row: the newest watermark mark of the key's input rows
+      ─ foreachBatch: RESULT, LATE and DEAD rows to Kafka in one transaction; the driver
+        follows W from the PROGRESS rows (max mark - lateness), as Spark does
+
+An event's *sync time* is when it starts changing the timeline: ``start`` for an interval, a
+start edge or a CTI, ``end`` for an end edge. ``W = max sync time seen in earlier batches -
+lateness`` (Spark's event-time watermark), raised by each CTI record to at least its time (a
+CTI goes into the watermark column as ``cti + lateness``). Every key's CTI is ``W``: a key's
+rows become final as the watermark passes them, whether or not the key had input. A CTI record
+changes no key: the watermark carries it (it reaches the keys only as a PROGRESS mark). An idle
+key (its state holds no event)
+keeps no state and no timer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
+
+from connectors.spark_kafka import decode_avro
+from trending.windows.temporal import (
+    END_OF_TIME,
+    CtiViolation,
+    EndEdge,
+    IntervalEvent,
+    Item,
+    Row,
+    StartEdge,
+    TemporalInputError,
+    TemporalLogic,
+    TemporalQuery,
+)
+
+INTERVAL, START_EDGE, END_EDGE, CTI, DEAD = 0, 1, 2, 3, 4
+KIND_NAMES = ("INTERVAL", "START_EDGE", "END_EDGE", "CTI")
+RESULT, LATE, PROGRESS = 10, 11, 12  # output kinds besides DEAD
+STATE_SCHEMA = "state string"
+INPUT_COLUMNS = (
+    "kind", "key", "id", "start_ms", "end_ms", "value", "sync_ms", "mark_ms",
+    "topic", "partition", "offset", "record_key", "raw", "reason",
+)  # fmt: skip
+OUTPUT_SCHEMA = (
+    "kind int, key string, start_ms long, end_ms long, value double, `values` array<double>, "
+    "sync_ms long, topic string, partition int, offset long, record_key binary, raw binary, "
+    "reason string, events long"
+)
+
+
+def temporal_events(
+    raw: DataFrame, schema_json: str, confluent: bool, lateness_ms: int
+) -> DataFrame:
+    """Decoded Kafka records with kind, sync time and watermark mark, under Spark's watermark.
+
+    Columns: :data:`INPUT_COLUMNS`. A record that does not decode, or a CTI without a time, is
+    ``DEAD`` with the reason.
+    """
+    decoded = decode_avro(raw, schema_json, confluent)
+    record = F.col("record")
+    kind = F.coalesce(
+        *(F.when(record.getField("kind") == F.lit(name), F.lit(code))
+          for code, name in enumerate(KIND_NAMES)),
+    )  # fmt: skip
+    start_ms = F.unix_millis(record.getField("start"))
+    end_ms = F.unix_millis(record.getField("end"))
+    sync = F.when(kind == F.lit(END_EDGE), end_ms).otherwise(start_ms)
+    no_cti_time = (kind == F.lit(CTI)) & start_ms.isNull()
+    reason = F.when(F.col("reason").isNotNull(), F.col("reason")).when(
+        no_cti_time, F.lit("a CTI needs its time in start")
+    )
+    events = decoded.select(
+        F.when(reason.isNotNull(), F.lit(DEAD)).otherwise(kind).alias("kind"),
+        record.getField("key").alias("key"),
+        record.getField("id").alias("id"),
+        start_ms.alias("start_ms"),
+        end_ms.alias("end_ms"),
+        record.getField("value").alias("value"),
+        sync.alias("sync_ms"),
+        "topic",
+        "partition",
+        "offset",
+        F.col("key").alias("record_key"),
+        F.col("value").alias("raw"),
+        reason.alias("reason"),
+    )
+    lateness = F.when(F.col("kind") == F.lit(CTI), F.lit(lateness_ms)).otherwise(F.lit(0))
+    marked = events.withColumn(
+        "mark_ms", F.when(F.col("kind") != F.lit(DEAD), F.col("sync_ms") + lateness)
+    )
+    watched = marked.withColumn("sync_at", F.timestamp_millis("mark_ms")).withWatermark(
+        "sync_at", f"{lateness_ms} milliseconds"
+    )
+    # the keys see no watermark column: Spark would drop rows behind it before they are routed
+    return watched.select(*INPUT_COLUMNS)
+
+
+def apply_temporal(events: DataFrame, query: TemporalQuery) -> DataFrame:
+    """RESULT, LATE, DEAD and PROGRESS rows (:data:`OUTPUT_SCHEMA`) of :func:`temporal_events`."""
+    return events.groupBy("key").transformWithStateInPandas(
+        statefulProcessor=TemporalProcessor(query),
+        outputStructType=OUTPUT_SCHEMA,
+        outputMode="Append",
+        timeMode="EventTime",
+    )
+
+
+class TemporalProcessor(StatefulProcessor):
+    """Runs each key's :class:`TemporalQuery` over its stored state (see the module doc)."""
+
+    def __init__(self, query: TemporalQuery) -> None:
+        self.query = query
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.stored = handle.getValueState("temporal", STATE_SCHEMA)
+
+    # Spark's names, and Spark passes these arguments by keyword
+    def handleInputRows(  # noqa: N802
+        self,
+        key: Any,
+        rows: Iterator[pd.DataFrame],
+        timerValues: TimerValues,  # noqa: N803
+    ) -> Iterator[pd.DataFrame]:
+        cti = _cti(timerValues.getCurrentWatermarkInMs())
+        frames = list(rows)
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        frame = frame.sort_values(["partition", "offset"], kind="stable", ignore_index=True)
+        logic = self._logic()
+        marks = frame["mark_ms"].dropna()
+        out: list[dict[str, Any]] = [
+            {"kind": PROGRESS, "sync_ms": int(marks.max()) if len(marks) else None,
+             "events": len(frame)}
+        ]  # fmt: skip
+        for record in frame.to_dict("records"):
+            out.extend(self._insert(logic, record, cti))
+        yield from self._finish(key[0], logic, cti, out)
+
+    def handleExpiredTimer(  # noqa: N802
+        self,
+        key: Any,
+        timerValues: TimerValues,  # noqa: N803
+        expiredTimerInfo: ExpiredTimerInfo,  # noqa: N803
+    ) -> Iterator[pd.DataFrame]:
+        cti = _cti(timerValues.getCurrentWatermarkInMs())
+        yield from self._finish(key[0], self._logic(), cti, [])
+
+    def close(self) -> None:
+        pass
+
+    def _logic(self) -> TemporalLogic:
+        stored = self.stored.get() if self.stored.exists() else None
+        if stored is None:
+            return self.query.build()
+        return self.query.build(self.query.restore(json.loads(stored[0])))
+
+    def _insert(
+        self, logic: TemporalLogic, record: dict[str, Any], cti: int | None
+    ) -> list[dict[str, Any]]:
+        """Insert one input row; the side rows it makes (none when it goes in)."""
+        kind = int(record["kind"])
+        if kind == CTI:
+            return []
+        if kind == DEAD:
+            return [_side(DEAD, record, str(record["reason"]))]
+        sync = _int(record["sync_ms"])
+        if cti is not None and sync is not None and sync < cti:
+            return [_side(LATE, record, f"late: sync time {sync} is behind the watermark {cti}")]
+        try:
+            logic.insert(_item(kind, record))
+        except (TemporalInputError, CtiViolation) as error:
+            return [_side(DEAD, record, str(error))]
+        return []
+
+    def _finish(
+        self, key: str | None, logic: TemporalLogic, cti: int | None, out: list[dict[str, Any]]
+    ) -> Iterator[pd.DataFrame]:
+        if cti is not None:
+            out.extend(_result(key, row) for row in logic.advance(cti))
+        for timer in list(self.handle.listTimers()):
+            self.handle.deleteTimer(timer)
+        if logic.state.is_idle():
+            self.stored.clear()
+        else:
+            self.stored.update((json.dumps(logic.state.to_json(), separators=(",", ":")),))
+            self.handle.registerTimer(max(cti or 0, 0) + 1)
+        if out:
+            yield pd.DataFrame([_EMPTY | row for row in out], columns=_OUTPUT_NAMES)
+
+
+_OUTPUT_NAMES = [part.strip().split(" ")[0].strip("`") for part in OUTPUT_SCHEMA.split(", ")]
+_EMPTY: dict[str, Any] = dict.fromkeys(_OUTPUT_NAMES)  # a missing value is null, not NaN
+
+
+def _cti(watermark_ms: int) -> int | None:
+    """The CTI of a batch: Spark's watermark, None before it first moves (it starts at 0)."""
+    return watermark_ms if watermark_ms > 0 else None
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
+
+
+def _item(kind: int, record: dict[str, Any]) -> Item:
+    """The core's event for an input row; :class:`TemporalInputError` when it lacks a field."""
+    start, end, id = _int(record["start_ms"]), _int(record["end_ms"]), record["id"]
+    value = None if record["value"] is None or pd.isna(record["value"]) else record["value"]
+    if value is not None and not math.isfinite(value):
+        raise TemporalInputError(f"value {value} is not a finite number")
+    if kind == END_EDGE:
+        if id is None or end is None:
+            raise TemporalInputError("an END_EDGE needs its id and end")
+        return EndEdge(id, end)
+    if start is None:
+        raise TemporalInputError(f"an {KIND_NAMES[kind]} needs its start")
+    if kind == START_EDGE:
+        return StartEdge(start, value, id)
+    if end is None:
+        raise TemporalInputError("an INTERVAL needs its end (or send a START_EDGE)")
+    return IntervalEvent(start, end, value, id)
+
+
+def _result(key: str | None, row: Row) -> dict[str, Any]:
+    values = row.value if isinstance(row.value, list) else []
+    value = None if isinstance(row.value, list) or row.value is None else float(row.value)
+    end = None if row.end == END_OF_TIME else row.end
+    return {"kind": RESULT, "key": key, "start_ms": row.start, "end_ms": end, "value": value,
+            "values": [float(v) for v in values]}  # fmt: skip
+
+
+def _side(kind: int, record: dict[str, Any], reason: str) -> dict[str, Any]:
+    """A LATE or DEAD row: the record's own topic, partition, offset, key and bytes."""
+    names = ("key", "sync_ms", "topic", "partition", "offset", "record_key", "raw")
+    return {"kind": kind, **{name: record[name] for name in names}, "reason": reason}
