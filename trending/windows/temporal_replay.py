@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -124,27 +125,73 @@ def _rows(action: Callable[[], list[tuple[Key, Row]]], where: str) -> Iterator[s
         yield json.dumps(row_json(key, row))
 
 
-def _feed(run: KeyedTemporalRun, line: str) -> list[tuple[Key, Row]]:
+@dataclass(frozen=True)
+class EventLine:
+    """``{"start": T, "end": T, "key": K, "value": V, "id": ID}``; ``end`` None for a start edge.
+
+    ``key``, ``value`` and ``id`` are the line's JSON values (None when absent), unchecked.
+    """
+
+    start: int
+    end: int | None
+    key: Any = None
+    value: Any = None
+    id: Any = None
+
+
+@dataclass(frozen=True)
+class EndEdgeLine:
+    """``{"end_edge": ID, "end": T}`` with an optional ``key``; ``id`` and ``key`` unchecked."""
+
+    id: Any
+    end: int
+    key: Any = None
+
+
+@dataclass(frozen=True)
+class CtiLine:
+    """``{"cti": T}``."""
+
+    time: int
+
+
+ReplayLine = EventLine | EndEdgeLine | CtiLine
+
+
+def parse_replay_line(line: str) -> ReplayLine:
+    """One input line: its form (by its fields), no unknown field, the times it needs parsed.
+
+    :class:`ReplayError` (a ``ValueError``) says what is wrong, without the line number.
+    """
     data = _object(line)
     if "cti" in data:
         _only(data, {"cti"}, line)
-        return run.advance(_time(data["cti"], "cti"))
+        return CtiLine(_time(data["cti"], "cti"))
     if "end_edge" in data:
         _only(data, {"end_edge", "end", "key"}, line)
-        run.end_edge(_id(data["end_edge"]), _time(_needed(data, "end"), "end"), data.get("key"))
-        return []
+        return EndEdgeLine(data["end_edge"], _time(_needed(data, "end"), "end"), data.get("key"))
     _only(data, _EVENT_FIELDS, line)
-    run.insert(data.get("key"), _event(data))
+    start = _time(_needed(data, "start"), "start")
+    end = None if data.get("end") is None else _time(data["end"], "end")
+    return EventLine(start, end, data.get("key"), data.get("value"), data.get("id"))
+
+
+def _feed(run: KeyedTemporalRun, line: str) -> list[tuple[Key, Row]]:
+    parsed = parse_replay_line(line)
+    if isinstance(parsed, CtiLine):
+        return run.advance(parsed.time)
+    if isinstance(parsed, EndEdgeLine):
+        run.end_edge(_id(parsed.id), parsed.end, parsed.key)
+        return []
+    run.insert(parsed.key, _event(parsed))
     return []
 
 
-def _event(data: Mapping[str, Any]) -> Item:
-    start = _time(_needed(data, "start"), "start")
-    id = None if data.get("id") is None else _id(data["id"])
-    value = data.get("value")
-    if data.get("end") is None:
-        return StartEdge(start, value, id)
-    return IntervalEvent(start, _time(data["end"], "end"), value, id)
+def _event(line: EventLine) -> Item:
+    id = None if line.id is None else _id(line.id)
+    if line.end is None:
+        return StartEdge(line.start, line.value, id)
+    return IntervalEvent(line.start, line.end, line.value, id)
 
 
 def row_json(key: Key, row: Row) -> dict[str, Any]:
