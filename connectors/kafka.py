@@ -23,6 +23,7 @@ BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 Config = dict[str, Any]
 KeyValue = tuple[bytes | None, bytes]
+Routed = tuple[bytes | None, bytes, int]
 T = TypeVar("T")
 
 
@@ -205,6 +206,37 @@ class CheckedProducer:
         produce, poll, start, count = self.client.produce, self.client.poll, time.monotonic(), 0
         for key, value in records:
             part = count % partitions if partitions else -1
+            try:
+                produce(topic, value, key, part)
+            except BufferError:
+                poll(0.05)
+                self.produce(topic, value, key, part)
+            count += 1
+            if count & 0x3FF == 0:
+                poll(0)
+                if progress is not None and count & 0x3FFF == 0:
+                    progress(count)
+            if rate is not None and count % max(1, int(rate) // 50) == 0:
+                _pace(start, count, rate)
+        if progress is not None:
+            progress(count)
+        return count
+
+    def produce_routed(
+        self,
+        topic: str,
+        records: Iterable[Routed],
+        *,
+        rate: float | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Queue all ``records``, each ``(key, value, partition)``; return how many.
+
+        A partition of ``-1`` leaves the choice to the default partitioner (by key). Does not
+        flush; ``rate`` and ``progress`` as in :meth:`produce_many`.
+        """
+        produce, poll, start, count = self.client.produce, self.client.poll, time.monotonic(), 0
+        for key, value, part in records:
             try:
                 produce(topic, value, key, part)
             except BufferError:

@@ -1,5 +1,5 @@
-"""``trending produce tweets|readings|queries``: write generated (or replayed) records to Kafka
-as Avro."""
+"""``trending produce tweets|readings|queries|events``: write generated (or replayed) records to
+Kafka as Avro."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from trending.sensors_data import (
     read_queries_jsonl,
     read_readings_jsonl,
 )
+from trending.temporal_data import produce_interval_events, read_events_jsonl
 
 MAX_REPORTED_BAD_LINES = 20
 Records = Iterable[Mapping[str, Any]]
@@ -80,17 +81,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     tweets.add_argument(
         "--burst-share", type=float, metavar="F", default=0.3, help="of tags in a burst (0.3)"
     )
-    tweets.add_argument(
+    _add_common_arguments(tweets)
+    tweets.set_defaults(handler=run_tweets)
+    _register_readings(kinds)
+    _register_queries(kinds)
+    _register_events(kinds)
+
+
+def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every ``produce`` kind takes: registry, quiet, Kafka and metrics."""
+    parser.add_argument(
         "--schema-registry-url",
         metavar="URL",
         help=f"write the Confluent wire format (default: ${REGISTRY_ENV}; none: plain Avro)",
     )
-    tweets.add_argument("--quiet", action="store_true", help="no progress bar or summary")
-    add_kafka_arguments(tweets)
-    add_metrics_arguments(tweets, port=0)
-    tweets.set_defaults(handler=run_tweets)
-    _register_readings(kinds)
-    _register_queries(kinds)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    add_kafka_arguments(parser)
+    add_metrics_arguments(parser, port=0)
 
 
 def _register_readings(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -152,15 +159,36 @@ def _sensor_parser(
         default=1000.0,
         help="event-time rate (1000)",
     )
-    parser.add_argument(
-        "--schema-registry-url",
-        metavar="URL",
-        help=f"write the Confluent wire format (default: ${REGISTRY_ENV}; none: plain Avro)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
-    add_kafka_arguments(parser)
-    add_metrics_arguments(parser, port=0)
+    _add_common_arguments(parser)
     return parser
+
+
+def _register_events(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    events = kinds.add_parser(
+        "events",
+        help="intervals, edges and CTIs of the temporal replay format (--from-jsonl)",
+        description="Write the lines of a temporal replay file as interval_event Avro records "
+        "to a topic (created when missing), in file order: "
+        '{"start": T, "end": T, "key": K, "value": V, "id": ID} -> INTERVAL (no end: '
+        'START_EDGE), {"end_edge": ID, "end": T} -> END_EDGE, {"cti": T} -> CTI; times as '
+        "epoch ms or ISO-8601. Keys and ids are text (non-strings as compact JSON), values "
+        "numbers. Events are keyed by key; an end edge gets the key of its start edge earlier "
+        "in the file. Each CTI goes to every partition of the topic.",
+    )
+    events.add_argument(
+        "--topic", default="interval-events", metavar="TOPIC", help="target topic (interval-events)"
+    )
+    events.add_argument(
+        "--partitions", type=int, metavar="P", default=4, help="when creating the topic (4)"
+    )
+    events.add_argument(
+        "--from-jsonl", type=Path, metavar="FILE", required=True, help="the replay file to load"
+    )
+    events.add_argument(
+        "--rate", type=float, metavar="R", help="cap in messages/s of wall time (no cap)"
+    )
+    _add_common_arguments(events)
+    events.set_defaults(handler=run_events)
 
 
 def run_tweets(args: argparse.Namespace) -> int:
@@ -198,6 +226,13 @@ def run_queries(args: argparse.Namespace) -> int:
         total = args.count
     write = partial(produce_sensor_records, schema="sensor_query")
     return _produce(args, kafka, "queries", (queries, total), bad, write)
+
+
+def run_events(args: argparse.Namespace) -> int:
+    kafka = kafka_from_args(args)
+    bad = _BadLines(MAX_REPORTED_BAD_LINES, quiet=args.quiet)
+    events = _replay(args.from_jsonl, bad, read_events_jsonl)
+    return _produce(args, kafka, "events", (events, None), bad, produce_interval_events)
 
 
 def _produce(
