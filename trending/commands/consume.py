@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "commits nothing). The schema comes from the topic name: tweets*, tweets-late -> tweet, "
         "trending-hashtags* -> trending_topk, sensor-readings* -> sensor_reading, "
         "sensor-queries* -> sensor_query, sensor-matches* -> sensor_match, popular-readings* "
-        "-> popular_reading, sensor-late*, *-dlq/*.dlq/*dead-letter* -> dead_letter. Bytes "
+        "-> popular_reading, interval-events* -> interval_event, window-rows* -> window_row, "
+        "sensor-late*, interval-events-late*, *-dlq/*.dlq/*dead-letter* -> dead_letter. Bytes "
         "fields print as base64; timestamps as epoch ms with --json.",
     )
     parser.add_argument("topic", metavar="TOPIC")
