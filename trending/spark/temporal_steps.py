@@ -132,6 +132,7 @@ class TemporalProcessor(StatefulProcessor):
 
     def __init__(self, query: TemporalQuery) -> None:
         self.query = query
+        self.fired: int | None = None  # the timer being handled
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -165,6 +166,7 @@ class TemporalProcessor(StatefulProcessor):
         expiredTimerInfo: ExpiredTimerInfo,  # noqa: N803
     ) -> Iterator[pd.DataFrame]:
         cti = _cti(timerValues.getCurrentWatermarkInMs())
+        self.fired = expiredTimerInfo.getExpiryTimeInMs()  # Spark has removed it already
         yield from self._finish(key[0], self._logic(), cti, [])
 
     def close(self) -> None:
@@ -200,7 +202,9 @@ class TemporalProcessor(StatefulProcessor):
         if cti is not None:
             out.extend(_result(key, row) for row in logic.advance(cti))
         for timer in list(self.handle.listTimers()):
-            self.handle.deleteTimer(timer)
+            if timer != self.fired:
+                self.handle.deleteTimer(timer)
+        self.fired = None
         if logic.state.is_idle():
             self.stored.clear()
         else:

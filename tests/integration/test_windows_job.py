@@ -1,0 +1,295 @@
+"""`trending run windows SPEC` through a real broker and Spark: the seed's HoppingWindow2 table
+via `produce events --from-jsonl` and `consume`, a snapshot sum per key against a brute-force
+sweep written here (for several batch splits), late and bad events routed, and a SIGKILLed
+driver restarted from its checkpoint.
+
+Oracle of a snapshot window: per key, every event's final lifetime ``[s, e)`` (an edge: its
+start to its end edge, or to the end of time); the sorted distinct starts and ends cut the
+timeline into spans; each span some event covers is one row, its value the sum of the values
+of the events covering it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.avro import AvroCodec
+from connectors.kafka import ensure_topics
+from tests.support.kafka import read_all
+
+pytestmark = pytest.mark.integration
+T0 = 1_700_000_000_000
+EOT = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the end of time
+SEED_SPEC = {
+    "kind": "hopping", "duration": "5s", "hop": "2s", "alignment": "2012-03-15T12:00:00Z",
+    "aggregate": "count", "snap": True,
+}  # fmt: skip
+SEED_LINES = [
+    {"start": "2012-06-28T00:00:00Z", "id": "e0", "value": 1},
+    {"start": "2012-06-28T00:00:01Z", "id": "e1", "value": 1},
+    {"end_edge": "e1", "end": "2012-06-28T00:00:02Z"},
+    {"start": "2012-06-28T00:00:03Z", "id": "e2", "value": 1},
+    {"start": "2012-06-28T00:00:09Z", "id": "e3", "value": 1},
+    {"end_edge": "e2", "end": "2012-06-28T00:00:10Z"},
+    {"end_edge": "e3", "end": "2012-06-28T00:00:10Z"},
+]
+# the seed's "Query" table: (start, end, count), seconds after 2012-06-28T00:00:00Z
+SEED_QUERY = [(1, 3, 1), (3, 5, 2), (5, 7, 3), (7, 11, 2), (11, 15, 3), (15, None, 1)]
+SEED_T0 = 1_340_841_600_000  # 2012-06-28T00:00:00Z
+# More than a batch spans: a rate-limited batch may end its partitions seconds apart in time.
+LATENESS_MS = 20_000
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from trending.spark.session import build_session
+
+    session = build_session("tests-windows", "local[2]", shuffle_partitions=3)
+    yield session
+    session.stop()
+
+
+class Topics:
+    def __init__(self, bootstrap: str) -> None:
+        tag = uuid.uuid4().hex[:8]
+        self.bootstrap = bootstrap
+        self.input = f"interval-events-{tag}"
+        self.output = f"window-rows-{tag}"
+        self.late = f"interval-events-late-{tag}"
+        self.dlq = f"interval-events-{tag}-dlq"
+
+    def flags(self) -> list[str]:
+        return [
+            "--bootstrap-servers", self.bootstrap, "--input-topic", self.input,
+            "--output-topic", self.output, "--late-topic", self.late,
+            "--dead-letter-topic", self.dlq, "--metrics-port", "0",
+        ]  # fmt: skip
+
+    def rows(self) -> Counter[tuple[Any, ...]]:
+        codec = AvroCodec("window_row")
+        rows = [codec.decode(r.value) for r in read_all(self.bootstrap, self.output)]
+        return Counter((r["key"], _ms(r["start"]), _ms(r["end"]), r["value"]) for r in rows)
+
+    def letters(self, topic: str) -> list[dict[str, Any]]:
+        codec = AvroCodec("dead_letter")
+        return [codec.decode(r.value) for r in read_all(self.bootstrap, topic)]
+
+
+def _ms(value: Any) -> int | None:
+    if value is None or isinstance(value, int):
+        return value
+    return int(value.timestamp() * 1000)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    command = [sys.executable, "-m", "trending.cli", *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=600, env=env, check=False
+    )
+
+
+def produce_lines(topics: Topics, lines: list[dict[str, Any]], tmp_path: Path) -> None:
+    source = tmp_path / f"{topics.input}.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = cli("produce", "events", "--from-jsonl", str(source), "--topic", topics.input,
+               "--bootstrap-servers", topics.bootstrap, "--partitions", "3")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_seed_query_table_through_kafka_and_spark(kafka_bootstrap: str, tmp_path: Path) -> None:
+    topics = Topics(kafka_bootstrap)
+    produce_lines(topics, SEED_LINES, tmp_path)
+    spec = tmp_path / "seed.json"
+    spec.write_text(json.dumps(SEED_SPEC))
+    run = cli("run", "windows", str(spec), "--available-now", "--checkpoint",
+              f"file://{tmp_path}/checkpoint", *topics.flags())  # fmt: skip
+    assert run.returncode == 0, run.stderr[-4000:]
+    expected = Counter(
+        (None, SEED_T0 + s * 1000, None if e is None else SEED_T0 + e * 1000, float(n))
+        for s, e, n in SEED_QUERY
+    )
+    assert topics.rows() == expected
+
+
+def make_lines(keys: int, events: int, seed: int) -> list[dict[str, Any]]:
+    """Intervals and start edges (most closed later by end edges) over a few keys, in rough
+    time order (jitter well under the lateness), with a few CTIs well behind the newest time."""
+    rng = random.Random(seed)
+    lines: list[dict[str, Any]] = []
+    open_edges: list[tuple[str, str, int]] = []
+    for i in range(events):
+        now = T0 + i * 100 + rng.randrange(300)
+        key = f"k{rng.randrange(keys)}"
+        if open_edges and rng.random() < 0.3:
+            id, edge_key, start = open_edges.pop(rng.randrange(len(open_edges)))
+            lines.append({"end_edge": id, "end": max(now, start + 1), "key": edge_key})
+        elif rng.random() < 0.25:
+            open_edges.append((f"e{i}", key, now))
+            lines.append({"start": now, "key": key, "id": f"e{i}", "value": rng.randrange(1, 9)})
+        else:
+            end = now + rng.choice([1, 50, 400, 2_000])
+            lines.append({"start": now, "end": end, "key": key, "value": rng.randrange(1, 9)})
+        if i % 97 == 96:
+            lines.append({"cti": now - LATENESS_MS})
+    return lines
+
+
+def snapshot_sums(lines: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
+    """The rows of a snapshot sum per key over the whole input (see the module docstring)."""
+    lifetimes: dict[str, list[tuple[int, int, float]]] = {}
+    edges: dict[str, tuple[str, int, float]] = {}
+    for line in lines:
+        if "cti" in line:
+            continue
+        if "end_edge" in line:
+            key, start, value = edges.pop(line["end_edge"])
+            lifetimes.setdefault(key, []).append((start, line["end"], value))
+        elif "end" in line:
+            lifetimes.setdefault(line["key"], []).append(
+                (line["start"], line["end"], line["value"])
+            )
+        else:
+            edges[line["id"]] = (line["key"], line["start"], line["value"])
+    for key, start, value in edges.values():
+        lifetimes.setdefault(key, []).append((start, EOT, value))
+    rows: Counter[tuple[Any, ...]] = Counter()
+    for key, spans in lifetimes.items():
+        cuts = sorted({t for s, e, _ in spans for t in (s, e)})
+        for a, b in itertools.pairwise(cuts):
+            covering = [v for s, e, v in spans if s <= a < e]
+            if covering:
+                rows[(key, a, None if b == EOT else b, float(sum(covering)))] += 1
+    return rows
+
+
+@pytest.mark.parametrize("batch", [None, 150], ids=["one-batch", "batches-of-150"])
+def test_snapshot_sums_per_key_equal_a_sweep_for_any_batch_split(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path, batch: int | None
+) -> None:
+    from trending.jobs.windows import WindowsJobConfig, close_input, start_query
+
+    topics = Topics(kafka_bootstrap)
+    lines = make_lines(keys=5, events=700, seed=31)
+    produce_lines(topics, lines, tmp_path)
+    config = WindowsJobConfig(
+        bootstrap=kafka_bootstrap, checkpoint=str(tmp_path / "checkpoint"),
+        spec={"kind": "snapshot", "aggregate": "sum"}, input_topic=topics.input,
+        output_topic=topics.output, late_topic=topics.late, dead_letter_topic=topics.dlq,
+        lateness_ms=LATENESS_MS, available_now=True, max_offsets_per_trigger=batch,
+    )  # fmt: skip
+    query, processor = start_query(spark, config)
+    query.awaitTermination()
+    assert query.exception() is None
+    assert close_input(config, processor)
+    query, processor = start_query(spark, config, processor=processor)
+    query.awaitTermination()
+    processor.close()
+    assert query.exception() is None
+    if batch is not None:
+        assert len([s for s in processor.history if not s.skipped]) > 3
+    assert topics.letters(topics.late) == []
+    assert topics.rows() == snapshot_sums(lines)
+
+
+def test_late_and_bad_events_are_routed(kafka_bootstrap: str, spark: Any, tmp_path: Path) -> None:
+    from trending.jobs.windows import WindowsJobConfig, close_input, start_query
+
+    topics = Topics(kafka_bootstrap)
+    ensure_topics(kafka_bootstrap, [topics.input], partitions=1)
+    codec = AvroCodec("interval_event")
+    on_time = [
+        {"kind": "INTERVAL", "key": "a", "start": T0 + 10_000, "end": T0 + 12_000, "value": 2.0},
+        {"kind": "INTERVAL", "key": "a", "start": T0 + 1_000, "end": T0 + 1_500, "value": 5.0},
+    ]
+    late = {"kind": "INTERVAL", "key": "a", "start": T0, "end": T0 + 100, "value": 1.0}
+    bad = [
+        b"\x07not avro",
+        codec.encode({"kind": "INTERVAL", "key": "a", "start": T0 + 20_000, "end": T0 + 20_000}),
+        codec.encode({"kind": "END_EDGE", "key": "a", "id": "nobody", "end": T0 + 20_000}),
+    ]
+    config = WindowsJobConfig(
+        bootstrap=kafka_bootstrap, checkpoint=str(tmp_path / "checkpoint"),
+        spec={"kind": "snapshot", "aggregate": "sum"}, input_topic=topics.input,
+        output_topic=topics.output, late_topic=topics.late, dead_letter_topic=topics.dlq,
+        lateness_ms=500, available_now=True,
+    )  # fmt: skip
+    _produce(kafka_bootstrap, topics.input, [codec.encode(r) for r in on_time])
+    query, processor = start_query(spark, config)
+    query.awaitTermination()  # W is now 12 s - 0.5 s: the 0 s event comes too late
+    _produce(kafka_bootstrap, topics.input, [codec.encode(late), *bad])
+    query, processor = start_query(spark, config, processor=processor)
+    query.awaitTermination()
+    assert close_input(config, processor)
+    query, processor = start_query(spark, config, processor=processor)
+    query.awaitTermination()
+    processor.close()
+    late_letters = topics.letters(topics.late)
+    assert [(d["offset"], d["reason"].split(":")[0]) for d in late_letters] == [(2, "late")]
+    dead = sorted((d["offset"], d["reason"]) for d in topics.letters(topics.dlq))
+    assert [offset for offset, _ in dead] == [3, 4, 5]
+    assert "not valid Avro" in dead[0][1]
+    assert "does not end after it starts" in dead[1][1]
+    assert "no open start edge" in dead[2][1]
+    assert topics.rows() == Counter(
+        {("a", T0 + 1_000, T0 + 1_500, 5.0): 1, ("a", T0 + 10_000, T0 + 12_000, 2.0): 1}
+    )
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for value in values:
+        producer.produce(topic, value, key=b"a", partition=0)
+    assert producer.flush(30) == 0
+
+
+def test_a_killed_driver_restarts_exactly(kafka_bootstrap: str, tmp_path: Path) -> None:
+    topics = Topics(kafka_bootstrap)
+    lines = make_lines(keys=4, events=900, seed=47)
+    produce_lines(topics, lines, tmp_path)
+    spec = tmp_path / "snapshot.json"
+    spec.write_text(json.dumps({"kind": "snapshot", "aggregate": "sum"}))
+    command = [
+        sys.executable, "-m", "trending.cli", "run", "windows", str(spec), "--available-now",
+        "--checkpoint", f"file://{tmp_path}/checkpoint", "--lateness", f"{LATENESS_MS}ms",
+        "--max-offsets-per-trigger", "120", *topics.flags(),
+    ]  # fmt: skip
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    process = subprocess.Popen(
+        command, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env
+    )
+    assert process.stderr is not None
+    log: list[str] = []
+    try:
+        for line in process.stderr:
+            log.append(line)
+            if re.search(r"batch 2: \d+ events", line):
+                break
+        else:
+            raise AssertionError("the job ended before batch 2:\n" + "".join(log)[-4000:])
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(60)
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, env=env, check=False
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert re.search(r"windows job stopped: \d+ micro-batches", result.stderr)
+    assert topics.letters(topics.late) == []
+    assert topics.rows() == snapshot_sums(lines)
