@@ -9,7 +9,7 @@ UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/buil
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all env jars test test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal-core broker clean check-tools
+.PHONY: all env jars test test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core broker clean check-tools
 
 all: env jars
 
@@ -64,6 +64,9 @@ bench-sensors: env jars
 
 bench-windows: env jars
 	$(BIN)/python bench/windows_bench.py
+
+bench-temporal: env jars
+	$(BIN)/python bench/temporal_bench.py
 
 bench-temporal-core: env
 	$(BIN)/python bench/temporal_core_bench.py

@@ -1,0 +1,155 @@
+"""`make bench-temporal`: the temporal window job on Spark (local[2]) and the pure core, per spec.
+
+One topic of ``--count`` interval events (``--keys`` keys, starts 10 ms apart on average,
+lifetimes 1 ms to 2 min, 4 partitions), made once per broker. For each spec, one run in its own
+process (its own JVM): ``trending run windows`` with ``--available-now`` in batches of
+``--max-offsets-per-trigger``, then the end-of-input CTI. Printed per spec: events/s from the
+first batch to the last commit of the input's batches, the seconds of the closing run, rows
+published, and the peak RSS of the process tree. Then ``bench/temporal_core_bench.py`` (the pure
+core's events/s, and HoppingWindow2's rows and state for a day-long edge under 1 s hops).
+Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.procmem import bench_broker, run_measured
+
+ROOT = Path(__file__).resolve().parents[1]
+START_MS = 1_700_000_000_000
+SPECS: dict[str, dict[str, Any]] = {
+    "hopping 5m/1m": {"kind": "hopping", "duration": "5m", "hop": "1m", "aggregate": "sum"},
+    "hopping 5m/1m snap": {
+        "kind": "hopping", "duration": "5m", "hop": "1m", "aggregate": "sum", "snap": True,
+    },
+    "hopping 1h/1s snap": {
+        "kind": "hopping", "duration": "1h", "hop": "1s", "aggregate": "sum", "snap": True,
+    },
+    "snapshot sum": {"kind": "snapshot", "aggregate": "sum"},
+    "count n=10 sum": {"kind": "count", "n": 10, "aggregate": "sum"},
+}  # fmt: skip
+
+
+def events_topic(bootstrap: str, count: int, keys: int) -> str:
+    """A topic of ``count`` generated interval events, made once per broker."""
+    from bench.trending_bench import topic_size
+    from trending.temporal_data import produce_interval_events
+
+    topic = f"bench-interval-events-{count}-{keys}"
+    held = topic_size(bootstrap, topic)
+    if held != count:
+        if held:  # a partial topic from an interrupted run: write a new one beside it
+            topic = f"{topic}-{uuid.uuid4().hex[:6]}"
+        produce_interval_events(bootstrap, topic, generate(count, keys), partitions=4)
+    return topic
+
+
+def generate(count: int, keys: int, seed: int = 5) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    records, start = [], START_MS
+    for _ in range(count):
+        start += rnd.randint(0, 20)
+        records.append({
+            "kind": "INTERVAL", "id": None, "key": f"k{rnd.randrange(keys)}", "start": start,
+            "end": start + rnd.randint(1, 120_000), "value": float(rnd.randint(0, 99)),
+        })  # fmt: skip
+    return records
+
+
+def run_one(args: argparse.Namespace) -> dict[str, Any]:
+    """Both runs of one spec, in this process."""
+    from trending.jobs.windows import WindowsJobConfig, close_input, start_query
+    from trending.spark.session import build_session
+
+    spark = build_session("bench-temporal", "local[2]", shuffle_partitions=2)
+    tag = uuid.uuid4().hex[:8]
+    with tempfile.TemporaryDirectory(prefix="bench-temporal-") as work:
+        config = WindowsJobConfig(
+            bootstrap=args.bootstrap, checkpoint=f"{work}/checkpoint", spec=SPECS[args.spec],
+            input_topic=args.topic, output_topic=f"bench-window-rows-{tag}",
+            late_topic=f"bench-interval-events-late-{tag}",
+            dead_letter_topic=f"bench-interval-events-{tag}-dlq", lateness_ms=1_000,
+            available_now=True, max_offsets_per_trigger=args.batch,
+        )  # fmt: skip
+        query, processor = start_query(spark, config)
+        query.awaitTermination()
+        reading = list(processor.history)
+        close_input(config, processor)
+        query, processor = start_query(spark, config, processor=processor)
+        query.awaitTermination()
+        processor.close()
+    spark.stop()
+    closing = processor.history[len(reading) :]
+    seconds = reading[-1].started_at + reading[-1].seconds - reading[0].started_at
+    return {
+        "spec": args.spec,
+        "events": sum(s.events for s in reading),
+        "seconds": seconds,
+        "batches": len(reading),
+        "late": sum(s.late for s in processor.history),
+        "rows": sum(s.rows for s in processor.history),
+        "closing_seconds": sum(s.seconds for s in closing),
+    }
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    print(f"\n{'spec (local[2])':22} {'events':>8} {'events/s':>9} {'batches':>7} "
+          f"{'closing s':>9} {'rows':>9} {'late':>5} {'peak RSS':>9}")  # fmt: skip
+    for r in results:
+        print(
+            f"{r['spec']:22} {r['events']:>8,} {r['events'] / r['seconds']:>9,.0f} "
+            f"{r['batches']:>7} {r['closing_seconds']:>9.1f} {r['rows']:>9,} {r['late']:>5} "
+            f"{r['peak_rss'] / 2**20:>7.0f}MB"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=100_000)
+    parser.add_argument("--keys", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=50_000, help="max offsets per trigger")
+    parser.add_argument("--specs", default=",".join(SPECS))
+    parser.add_argument("--skip-core", action="store_true", help="only the Spark runs")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--spec", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print("RESULT " + json.dumps(run_one(args)), flush=True)
+        return 0
+    results = []
+    with bench_broker(ROOT / "build" / "bench-broker") as bootstrap:
+        topic = events_topic(bootstrap, args.count, args.keys)
+        for spec in args.specs.split(","):
+            command = [
+                sys.executable, __file__, "--one", "--bootstrap", bootstrap, "--topic", topic,
+                "--spec", spec, "--batch", str(args.batch),
+            ]  # fmt: skip
+            _, peak, text = run_measured(command)
+            line = next((x for x in text.splitlines() if x.startswith("RESULT ")), None)
+            if line is None:
+                print(text[-3000:], file=sys.stderr)
+                raise SystemExit(f"the {spec} run failed")
+            result = json.loads(line.removeprefix("RESULT ")) | {"peak_rss": peak}
+            results.append(result)
+            print(json.dumps(result), flush=True)
+    report(results)
+    if not args.skip_core:
+        subprocess.run([sys.executable, str(ROOT / "bench" / "temporal_core_bench.py")], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
