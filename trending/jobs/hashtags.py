@@ -22,7 +22,7 @@ from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
-from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state
+from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state, open_job, triggered
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.hashtag_state import (
     LATE,
@@ -220,19 +220,12 @@ class HashtagBatchProcessor:
 def open_processor(spark: SparkSession, config: HashtagJobConfig) -> HashtagBatchProcessor:
     """Claim the checkpoint, fence the previous writer and read the committed state."""
     checkpoint = JobCheckpoint(spark, config.checkpoint)
-    job_id = checkpoint.claim("hashtags", config.state_settings())
-    writer = TransactionalBatchWriter(
-        config.bootstrap, f"trending-hashtags-{job_id}", config.kafka_options
-    )
-    try:
-        processor = HashtagBatchProcessor(
-            config, checkpoint, job_id, writer, HashtagState(spark, config.windows, job_id)
-        )
-        processor.settle_checkpoint()
-    except BaseException:
-        writer.close()
-        raise
-    return processor
+
+    def build(job_id: str, writer: TransactionalBatchWriter) -> HashtagBatchProcessor:
+        state = HashtagState(spark, config.windows, job_id)
+        return HashtagBatchProcessor(config, checkpoint, job_id, writer, state)
+
+    return open_job(checkpoint, config, "hashtags", config.state_settings(), build)
 
 
 def summarize(history: list[BatchStats]) -> str:
@@ -304,8 +297,4 @@ def start_query(
         .outputMode("update")
         .foreachBatch(processor)
     )
-    if config.available_now:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{config.trigger_ms} milliseconds")
-    return writer.start(), processor
+    return triggered(writer, config).start(), processor

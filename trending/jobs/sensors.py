@@ -31,7 +31,7 @@ from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
 from trending.errors import UserError
-from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state
+from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state, open_job, triggered
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.sensor_steps import (
     DEAD,
@@ -350,17 +350,11 @@ def open_processor(spark: SparkSession, config: SensorJobConfig) -> SensorBatchP
     """Claim the checkpoint, fence the previous writer and read the committed state."""
     checkpoint = JobCheckpoint(spark, config.checkpoint)
     partitions = store_partitions(spark, config, checkpoint)
-    job_id = checkpoint.claim("sensors", config.state_settings(partitions))
-    writer = TransactionalBatchWriter(
-        config.bootstrap, f"trending-sensors-{job_id}", config.kafka_options
-    )
-    try:
-        processor = SensorBatchProcessor(spark, config, checkpoint, job_id, partitions, writer)
-        processor.settle_checkpoint()
-    except BaseException:
-        writer.close()
-        raise
-    return processor
+
+    def build(job_id: str, writer: TransactionalBatchWriter) -> SensorBatchProcessor:
+        return SensorBatchProcessor(spark, config, checkpoint, job_id, partitions, writer)
+
+    return open_job(checkpoint, config, "sensors", config.state_settings(partitions), build)
 
 
 def start_query(
@@ -395,8 +389,4 @@ def start_query(
         .option("checkpointLocation", processor.checkpoint.query_location)
         .foreachBatch(processor)
     )
-    if config.available_now:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{config.trigger_ms} milliseconds")
-    return writer.start(), processor
+    return triggered(writer, config).start(), processor

@@ -30,7 +30,7 @@ from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
 from trending.errors import UserError
-from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state
+from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state, open_job, triggered
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.spl_runner import NO_DATA_CONF
 from trending.spark.temporal_steps import (
@@ -263,17 +263,11 @@ def summarize(history: list[WindowsBatchStats]) -> str:
 def open_processor(spark: SparkSession, config: WindowsJobConfig) -> WindowsBatchProcessor:
     """Claim the checkpoint, fence the previous writer and read the committed state."""
     checkpoint = JobCheckpoint(spark, config.checkpoint)
-    job_id = checkpoint.claim("windows", config.state_settings())
-    writer = TransactionalBatchWriter(
-        config.bootstrap, f"trending-windows-{job_id}", config.kafka_options
-    )
-    try:
-        processor = WindowsBatchProcessor(config, checkpoint, job_id, writer)
-        processor.settle_checkpoint()
-    except BaseException:
-        writer.close()
-        raise
-    return processor
+
+    def build(job_id: str, writer: TransactionalBatchWriter) -> WindowsBatchProcessor:
+        return WindowsBatchProcessor(config, checkpoint, job_id, writer)
+
+    return open_job(checkpoint, config, "windows", config.state_settings(), build)
 
 
 def start_query(
@@ -316,11 +310,7 @@ def start_query(
         .option("checkpointLocation", processor.checkpoint.query_location)
         .foreachBatch(processor)
     )
-    if config.available_now:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{config.trigger_ms} milliseconds")
-    return writer.start(), processor
+    return triggered(writer, config).start(), processor
 
 
 def close_input(config: WindowsJobConfig, processor: WindowsBatchProcessor) -> bool:
