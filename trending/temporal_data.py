@@ -139,7 +139,8 @@ def produce_interval_events(
     """Write ``interval_event`` records as Avro, in order, with one idempotent producer.
 
     ``topic`` is created with ``partitions`` when missing. An interval or edge is keyed by its
-    ``key`` (UTF-8, or no key), which picks its partition. A CTI goes, unkeyed, to every
+    ``key`` (UTF-8), which picks its partition; one without a key goes to partition 0, so that
+    key-less input stays in order. A CTI goes, unkeyed, to every
     partition of the topic (one copy each), so every reader of a partition sees it after the
     records before it in the input. Returns the number of records read (a CTI counts once);
     ``progress`` and ``rate`` count Kafka messages. Raises
@@ -157,9 +158,10 @@ def produce_interval_events(
             count += 1
             if record["kind"] == "CTI":
                 yield from ((None, value, partition) for partition in every)
+            elif record["key"] is None:  # one partition keeps a key-less input in order
+                yield None, value, 0
             else:
-                key = record["key"]
-                yield (None if key is None else key.encode()), value, -1
+                yield record["key"].encode(), value, -1
 
     sink = producer(bootstrap, extra)
     sink.produce_routed(topic, routed(), rate=rate, progress=progress)

@@ -1,6 +1,7 @@
-"""Both jobs on a real Spark standalone cluster (a master and two workers, each its own JVM), with a
+"""The jobs on a real Spark standalone cluster (a master and two workers, each its own JVM), with a
 ``file://`` checkpoint URI, against brute-force oracles (and, for hashtags, the same job on
-``local[2]``); each job's driver is killed (SIGKILL) mid-stream and started again."""
+``local[2]``); each job's driver is killed (SIGKILL) mid-stream and started again. The temporal
+windows job runs its Python state processor in the workers' Python processes."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ from tests.integration.test_hashtags_job import (
 from tests.integration.test_sensors_job import Job, make_events
 from tests.integration.test_sensors_job import job_command as sensors_command
 from tests.integration.test_sensors_job import oracle as sensors_oracle
+from tests.integration.test_windows_job import LATENESS_MS as WINDOWS_LATENESS_MS
+from tests.integration.test_windows_job import Topics, make_lines, produce_lines, snapshot_sums
 from tests.support.kafka import read_all
 from tests.support.spark_cluster import StandaloneCluster, cluster_env
 
@@ -129,18 +132,38 @@ def test_hashtags_on_a_standalone_cluster_equal_local_and_survive_a_killed_drive
     assert max(revisions.values()) == 1, "a (window, revision) was published twice"
 
 
-@pytest.mark.parametrize("per_sensor", [False, True], ids=["global", "per-sensor"])
 def test_sensors_on_a_standalone_cluster_equal_the_seed_model_across_a_killed_driver(
-    kafka_bootstrap: str, cluster: StandaloneCluster, tmp_path: Path, per_sensor: bool
+    kafka_bootstrap: str, cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
+    # one global window: its numbering crosses executors (windows per sensor run locally too)
     job = Job(kafka_bootstrap, tmp_path)
-    events = make_events(1_600, 700, seed=23 + per_sensor)
+    events = make_events(1_600, 700, seed=23)
     job.produce(events)
-    size = 8 if per_sensor else 30
-    extra = ["--size", str(size), "--max-offsets-per-trigger", "400"]
-    extra += ["--partition-by", "sensor"] if per_sensor else []
-    command = sensors_command(job, *extra, master=cluster.master_url)
+    command = sensors_command(
+        job, "--size", "30", "--max-offsets-per-trigger", "400", master=cluster.master_url
+    )
     kill_after(command, r"batch 2: \d+ readings")
     restarted = run_to_end(command)
     assert re.search(r"sensors job stopped: \d+ micro-batches", restarted)
-    assert job.results() == sensors_oracle(events, size, 3, per_sensor)
+    assert job.results() == sensors_oracle(events, 30, 3, False)
+
+
+def test_temporal_windows_on_a_standalone_cluster_equal_a_sweep_across_a_killed_driver(
+    kafka_bootstrap: str, cluster: StandaloneCluster, tmp_path: Path
+) -> None:
+    topics = Topics(kafka_bootstrap)
+    lines = make_lines(keys=6, events=800, seed=59)
+    produce_lines(topics, lines, tmp_path)
+    spec = tmp_path / "snapshot.json"
+    spec.write_text('{"kind": "snapshot", "aggregate": "sum"}')
+    command = [
+        sys.executable, "-m", "trending.cli", "run", "windows", str(spec), "--available-now",
+        "--master", cluster.master_url, "--checkpoint", f"file://{tmp_path}/checkpoint",
+        "--lateness", f"{WINDOWS_LATENESS_MS}ms", "--max-offsets-per-trigger", "200",
+        *topics.flags(),
+    ]  # fmt: skip
+    kill_after(command, r"batch 1: \d+ events")
+    restarted = run_to_end(command)
+    assert re.search(r"windows job stopped: \d+ micro-batches", restarted)
+    assert topics.letters(topics.late) == []
+    assert topics.rows() == snapshot_sums(lines)

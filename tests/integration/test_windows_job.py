@@ -250,6 +250,40 @@ def test_late_and_bad_events_are_routed(kafka_bootstrap: str, spark: Any, tmp_pa
     )
 
 
+def test_adjust_moves_late_events_up_to_the_watermark(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    from trending.jobs.windows import WindowsJobConfig, close_input, start_query
+
+    topics = Topics(kafka_bootstrap)
+    ensure_topics(kafka_bootstrap, [topics.input], partitions=1)
+    codec = AvroCodec("interval_event")
+    config = WindowsJobConfig(
+        bootstrap=kafka_bootstrap, checkpoint=str(tmp_path / "checkpoint"),
+        spec={"kind": "snapshot", "aggregate": "sum", "violation": "adjust"},
+        input_topic=topics.input, output_topic=topics.output, late_topic=topics.late,
+        dead_letter_topic=topics.dlq, lateness_ms=500, available_now=True,
+    )  # fmt: skip
+    first = {"kind": "INTERVAL", "key": "a", "start": T0 + 10_000, "end": T0 + 12_000, "value": 2.0}
+    _produce(kafka_bootstrap, topics.input, [codec.encode(first)])
+    query, processor = start_query(spark, config)
+    query.awaitTermination()  # W = 10 s - 0.5 s
+    late = {"kind": "INTERVAL", "key": "a", "start": T0, "end": T0 + 20_000, "value": 1.0}
+    _produce(kafka_bootstrap, topics.input, [codec.encode(late)])
+    query, processor = start_query(spark, config, processor=processor)
+    query.awaitTermination()
+    assert close_input(config, processor)
+    query, processor = start_query(spark, config, processor=processor)
+    query.awaitTermination()
+    processor.close()
+    assert topics.letters(topics.late) == []
+    # the late event's lifetime starts at W = 9.5 s: [9.5, 20) beside [10, 12)
+    assert topics.rows() == Counter({
+        ("a", T0 + 9_500, T0 + 10_000, 1.0): 1, ("a", T0 + 10_000, T0 + 12_000, 3.0): 1,
+        ("a", T0 + 12_000, T0 + 20_000, 1.0): 1,
+    })  # fmt: skip
+
+
 def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     from confluent_kafka import Producer
 

@@ -219,7 +219,7 @@ class FakeProducer:
         self.flushed = True
 
 
-def test_ctis_go_to_every_partition_and_events_by_key(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctis_go_to_every_partition_events_by_key_and_keyless_ones_to_0(monkeypatch: pytest.MonkeyPatch) -> None:
     sink = FakeProducer()
     monkeypatch.setattr(temporal_data, "ensure_topics", lambda *a, **k: [])
     monkeypatch.setattr(temporal_data, "partition_count", lambda *a, **k: 3)
@@ -238,7 +238,7 @@ def test_ctis_go_to_every_partition_and_events_by_key(monkeypatch: pytest.Monkey
         (None, cti, 0),
         (None, cti, 1),
         (None, cti, 2),
-        (None, codec.encode(records[2]), -1),
+        (None, codec.encode(records[2]), 0),  # no key: partition 0, in order
         ("é".encode(), codec.encode(records[3]), -1),
     ]
     assert sink.flushed

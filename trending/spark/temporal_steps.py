@@ -6,11 +6,14 @@ One streaming plan per query::
       ─ withWatermark(sync time, lateness)                          (Spark's watermark W)
       ─ transformWithStateInPandas keyed by key, event-time timers  (state store, executors)
           per key one TemporalState (JSON, one ValueState row):
-            events with sync < W            -> LATE rows (with the record's bytes)
-            bad input                       -> DEAD rows (with the reason)
-            the others, in (partition, offset) order, then the CTI moves to W -> RESULT rows
-          a timer at W + 1 while the state holds events: the key advances whenever W does
+            the CTI moves to W                                  -> RESULT rows
+            then, in (sync time, partition, offset) order:
+              events with sync < W -> LATE rows (with the record's bytes), or, with
+                                      "violation": "adjust", moved up to W
+              bad input            -> DEAD rows (with the reason)
+              the others go in
             one PROGRESS row: the newest watermark mark of the key's input rows
+          a timer at W + 1 while the state holds events: the key advances whenever W does
       ─ foreachBatch: RESULT, LATE and DEAD rows to Kafka in one transaction; the driver
         follows W from the PROGRESS rows (max mark - lateness), as Spark does
 
@@ -20,8 +23,7 @@ lateness`` (Spark's event-time watermark), raised by each CTI record to at least
 CTI goes into the watermark column as ``cti + lateness``). Every key's CTI is ``W``: a key's
 rows become final as the watermark passes them, whether or not the key had input. A CTI record
 changes no key: the watermark carries it (it reaches the keys only as a PROGRESS mark). An idle
-key (its state holds no event)
-keeps no state and no timer.
+key (its state holds no event) keeps no state and no timer.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from trending.windows.temporal import (
     TemporalInputError,
     TemporalLogic,
     TemporalQuery,
+    ViolationPolicy,
 )
 
 INTERVAL, START_EDGE, END_EDGE, CTI, DEAD = 0, 1, 2, 3, 4
@@ -148,13 +151,16 @@ class TemporalProcessor(StatefulProcessor):
         cti = _cti(timerValues.getCurrentWatermarkInMs())
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        frame = frame.sort_values(["partition", "offset"], kind="stable", ignore_index=True)
+        order = ["sync_ms", "partition", "offset"]  # a start edge before its end edge
+        frame = frame.sort_values(order, kind="stable", ignore_index=True, na_position="first")
         logic = self._logic()
         marks = frame["mark_ms"].dropna()
         out: list[dict[str, Any]] = [
             {"kind": PROGRESS, "sync_ms": int(marks.max()) if len(marks) else None,
              "events": len(frame)}
         ]  # fmt: skip
+        if cti is not None:  # first the CTI, so that input behind it shows as a violation
+            out.extend(_result(key[0], row) for row in logic.advance(cti))
         for record in frame.to_dict("records"):
             out.extend(self._insert(logic, record, cti))
         yield from self._finish(key[0], logic, cti, out)
@@ -188,7 +194,8 @@ class TemporalProcessor(StatefulProcessor):
         if kind == DEAD:
             return [_side(DEAD, record, str(record["reason"]))]
         sync = _int(record["sync_ms"])
-        if cti is not None and sync is not None and sync < cti:
+        adjust = self.query.violation is ViolationPolicy.ADJUST
+        if cti is not None and sync is not None and sync < cti and not adjust:
             return [_side(LATE, record, f"late: sync time {sync} is behind the watermark {cti}")]
         try:
             logic.insert(_item(kind, record))

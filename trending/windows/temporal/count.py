@@ -57,7 +57,7 @@ class CountWindow:
             if state.frontier is None or starts[j] > state.frontier
         ]
         state.frontier = starts[-1] if starts else state.frontier
-        kept = set(starts[len(starts) - self.n + 1 :]) if self.n > 1 else set()
+        kept = set(starts[max(0, len(starts) - self.n + 1) :]) if self.n > 1 else set()
         state.closed = [e for e in state.closed if e.start >= cti or e.start in kept]
         for id, event in list(state.open.items()):
             if event.start < cti and event.start not in kept:

@@ -166,3 +166,12 @@ def test_rows_wait_for_the_cti() -> None:
     query = TemporalQuery(SnapshotWindow(Aggregate("count")))
     rows = query.run([IntervalEvent(0, 2 * S, 1), Cti(S), IntervalEvent(S, 3 * S, 1), Cti(2 * S)])
     assert spans(rows) == [(0, 1, 1), (1, 2, 2), (2, 3, 1)]
+
+
+def test_a_count_window_keeps_its_first_start_times_across_an_early_cti() -> None:
+    # n = 4 and a CTI after two start times, both ended: the window [0, 4) still holds them
+    query = TemporalQuery(CountWindow(4, Aggregate("count")))
+    first = query.step(query.initial_state(), [IntervalEvent(0, 1), IntervalEvent(1, 2)], 2)
+    second = query.step(first.state, [IntervalEvent(2, 3), IntervalEvent(3, 4)], 10)
+    assert first.rows == []
+    assert [(row.start, row.end, row.value) for row in second.rows] == [(3, 4, 4)]
