@@ -33,21 +33,34 @@ PLAIN = "plain confluent-kafka loop"
 PY = sys.executable
 
 
-def topic_size(bootstrap: str, topic: str) -> int:
-    from confluent_kafka import Consumer, TopicPartition
+def topic_size(bootstrap: str, topic: str, attempts: int = 30) -> int:
+    """Records in ``topic`` (0 when it does not exist), waiting out a broker that has just
+    started and is still electing partition leaders."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-size"})
     try:
-        metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if metadata is None or metadata.error is not None:
-            return 0
-        total = 0
-        for p in metadata.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            total += high - low
-        return total
+        for attempt in range(attempts):
+            try:
+                return _records_in(consumer, topic, TopicPartition)
+            except KafkaException:  # e.g. NOT_LEADER_FOR_PARTITION while leaders are elected
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(1)
+        return 0
     finally:
         consumer.close()
+
+
+def _records_in(consumer: Any, topic: str, partition: Any) -> int:
+    metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+    if metadata is None or metadata.error is not None:
+        return 0
+    total = 0
+    for p in metadata.partitions:
+        low, high = consumer.get_watermark_offsets(partition(topic, p), timeout=10)
+        total += high - low
+    return total
 
 
 def ensure_data(bootstrap: str, count: int, **settings: Any) -> str:
