@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from trending.jobs.hashtags import BatchStats, HashtagBatchProcessor
     from trending.jobs.sensors import SensorBatchProcessor, SensorBatchStats
+    from trending.jobs.windows import WindowsBatchProcessor, WindowsBatchStats
 
 from trending.errors import UserError
 
@@ -53,7 +54,7 @@ DEAD_REASONS = {  # the reasons of connectors.spark_kafka.decode_avro, as short 
     "value is not valid Avro for the schema": "invalid_avro",
 }
 OTHER_REASON = "other"
-LATE_REASONS = ("windows_final", "behind_watermark")  # hashtags, sensors
+LATE_REASONS = ("windows_final", "behind_watermark")  # hashtags; sensors and temporal windows
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 ROW_BUCKETS = (0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
 
@@ -360,6 +361,35 @@ class SensorObserver:
         m.popular_readings.inc(stats.popular)
         m.pending_events.set(stats.pending)
         m.set_watermark(stats.watermark_ms)
+
+
+class WindowsObserver:
+    """Per-batch figures of the temporal window job (``WindowsBatchProcessor.observers``)."""
+
+    def __init__(self, metrics: Metrics, processor: WindowsBatchProcessor) -> None:
+        config = processor.config
+        self.metrics = metrics
+        metrics.add_topics(
+            [config.input_topic],
+            [config.output_topic, config.late_topic, config.dead_letter_topic],
+        )
+        metrics.set_watermark(processor.state.watermark_ms or None)
+
+    def __call__(self, stats: WindowsBatchStats, processor: WindowsBatchProcessor) -> None:
+        try:
+            self._observe(stats, processor)
+        except Exception:  # metrics must never fail a batch
+            log.exception("metrics: could not record batch %d", stats.batch_id)
+
+    def _observe(self, stats: WindowsBatchStats, processor: WindowsBatchProcessor) -> None:
+        if stats.skipped:
+            return
+        m, config = self.metrics, processor.config
+        m.observe_batch(stats.phases, stats.dead_reasons, LATE_REASONS[1], stats.late)
+        m.records_written.labels(config.output_topic).inc(stats.rows)
+        m.records_written.labels(config.late_topic).inc(stats.late)
+        m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
+        m.set_watermark(stats.watermark_ms or None)
 
 
 class MetricsServer:

@@ -15,7 +15,14 @@ from prometheus_client import generate_latest
 from trending.cli import build_parser
 from trending.jobs.hashtags import BatchStats
 from trending.jobs.sensors import SensorBatchStats
-from trending.metrics import HashtagObserver, Metrics, SensorObserver, dead_reason_label
+from trending.jobs.windows import WindowsBatchStats
+from trending.metrics import (
+    HashtagObserver,
+    Metrics,
+    SensorObserver,
+    WindowsObserver,
+    dead_reason_label,
+)
 from trending.spark.listener import compute_lag, parse_offsets, parse_timestamp_ms, record_progress
 from trending.windows.topk_merge import Published
 
@@ -179,6 +186,27 @@ def test_sensor_observer_counts_a_batch() -> None:
     assert value(metrics, "trending_late_records_total", reason="behind_watermark") == 1
     assert value(metrics, "trending_dead_letters_total", reason="invalid_avro") == 1
     assert value(metrics, "trending_watermark_timestamp_seconds") == 5
+
+
+def test_windows_observer_counts_a_batch() -> None:
+    metrics = Metrics("windows")
+    names = ("input", "output", "late", "dead_letter")
+    config = SimpleNamespace(**{f"{n}_topic": n for n in names})
+    processor: Any = SimpleNamespace(config=config, state=SimpleNamespace(watermark_ms=0))
+    observe = WindowsObserver(metrics, processor)
+    assert value(metrics, "trending_kafka_records_written_total", topic="dead_letter") == 0
+    reason = "value is not valid Avro for the schema"
+    stats = WindowsBatchStats(4, events=10, rows=6, late=2, dead=1, watermark_ms=9_000)
+    stats.dead_reasons, stats.phases = {reason: 1}, {"spark": 0.25, "publish": 0.5}
+    observe(stats, processor)
+    observe(WindowsBatchStats(4, rows=99, skipped=True), processor)  # a replayed batch
+    assert value(metrics, "trending_kafka_records_written_total", topic="output") == 6
+    assert value(metrics, "trending_kafka_records_written_total", topic="late") == 2
+    assert value(metrics, "trending_kafka_records_written_total", topic="dead_letter") == 1
+    assert value(metrics, "trending_late_records_total", reason="behind_watermark") == 2
+    assert value(metrics, "trending_dead_letters_total", reason="invalid_avro") == 1
+    assert value(metrics, "trending_batch_phase_seconds_sum", source="job", phase="publish") == 0.5
+    assert value(metrics, "trending_watermark_timestamp_seconds") == 9
 
 
 def test_query_status_and_reasons() -> None:

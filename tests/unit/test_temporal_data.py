@@ -219,7 +219,9 @@ class FakeProducer:
         self.flushed = True
 
 
-def test_ctis_go_to_every_partition_events_by_key_and_keyless_ones_to_0(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctis_go_to_every_partition_events_by_key_and_keyless_ones_to_0(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     sink = FakeProducer()
     monkeypatch.setattr(temporal_data, "ensure_topics", lambda *a, **k: [])
     monkeypatch.setattr(temporal_data, "partition_count", lambda *a, **k: 3)

@@ -371,7 +371,9 @@ def run_windows_job(
     from trending.jobs.windows import close_input, start_query, summarize
 
     spark, monitoring = _start_spark("windows", config, metrics_address)
-    query, processor = start_query(spark, config)
+    query, processor = start_query(
+        spark, config, on_processor=monitoring.attach if monitoring else None
+    )
     banner = (
         f"{config.input_topic} -> {config.output_topic} ({config.query().window.name} per key, "
         f"lateness {format_duration_ms(config.lateness_ms)})"
@@ -381,7 +383,7 @@ def run_windows_job(
         return 0
     if close_input(config, processor):
         query, processor = start_query(spark, config, processor=processor)
-        _serve("windows", "end of input", spark, query, processor, None, summarize)
+        _serve("windows", "end of input", spark, query, processor, monitoring, summarize)
     else:
         _stop(spark, processor, monitoring)
     return 0

@@ -120,6 +120,7 @@ class WindowsBatchStats:
     seconds: float = 0.0
     started_at: float = 0.0
     skipped: bool = False
+    phases: dict[str, float] = field(default_factory=dict)
     dead_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -172,6 +173,7 @@ class WindowsBatchProcessor:
     def _process(self, batch: DataFrame, batch_id: int, stats: WindowsBatchStats) -> None:
         from pyspark.sql import functions as F
 
+        clock = time.monotonic()
         kept = batch.persist()
         try:
             progress = F.col("kind") == F.lit(PROGRESS)
@@ -187,8 +189,11 @@ class WindowsBatchProcessor:
         if figures["mark"] is not None:
             state.watermark_ms = max(state.watermark_ms, figures["mark"] - self.config.lateness_ms)
         stats.events = int(figures["events"] or 0)
+        stats.phases["spark"] = time.monotonic() - clock
+        clock = time.monotonic()
         records = list(self._records(table.to_pylist(), stats))
         self.writer.write_batch(batch_id, records, state.to_json())
+        stats.phases["publish"] = time.monotonic() - clock
         self.state = state
         stats.watermark_ms = state.watermark_ms
 

@@ -22,7 +22,14 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from connectors.kafka import client_config
-from trending.metrics import HashtagObserver, Metrics, MetricsServer, SensorObserver, finite
+from trending.metrics import (
+    HashtagObserver,
+    Metrics,
+    MetricsServer,
+    SensorObserver,
+    WindowsObserver,
+    finite,
+)
 
 if TYPE_CHECKING:
     from trending.jobs.common import JobSettings
@@ -229,10 +236,12 @@ class Monitoring:
 
     def attach(self, processor: Processor) -> None:
         """Count the job ``processor``'s batches (call before the query starts)."""
-        from trending.jobs import sensors
+        from trending.jobs import sensors, windows
 
         if isinstance(processor, sensors.SensorBatchProcessor):
             processor.observers.append(SensorObserver(self.metrics, processor))
+        elif isinstance(processor, windows.WindowsBatchProcessor):
+            processor.observers.append(WindowsObserver(self.metrics, processor))
         else:
             processor.observers.append(HashtagObserver(self.metrics, processor))
 
