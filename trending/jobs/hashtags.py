@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
-STATE_LAYOUT = "hashtag-buckets-1"  # jvm/udf/.../trending/state/BucketState.java
+STATE_LAYOUT = "hashtag-buckets-4096"  # jvm/udf/.../trending/state/BucketState.java
 
 
 @dataclass(frozen=True)

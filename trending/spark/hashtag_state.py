@@ -19,7 +19,7 @@ processor read them (``jvm/udf/src/main/java/trending/state``). Record kinds:
 
 * ``COUNTED``: an on-time tweet, whose newest window ``[s, e)`` has ``e > W``: counted per distinct
   hashtag key into pane ``t - ((t - a) mod g)``, per task before the shuffle, then in the state
-  row of the tag's bucket (``hash(tag) mod 65536``: one state read and write per bucket, not per
+  row of the tag's bucket (``hash(tag) mod 4096``: one state read and write per bucket, not per
   hashtag); a tweet without hashtags still counts toward the batch figures;
 * ``LATE``: every window of the tweet is final (``last_end(t) <= W``), with its bytes;
 * ``DEAD``: a record that does not decode, with its bytes and the reason.
