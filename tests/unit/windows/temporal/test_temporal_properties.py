@@ -1,4 +1,5 @@
-"""Property tests: HoppingWindow2 against a brute-force hopping window, and batching never matters.
+"""Property tests: HoppingWindow2 against a brute-force hopping window, count windows against a
+brute force over distinct start times, and batching never matters.
 
 The brute force below is written from the definition (windows ``[a + n*p, a + n*p + d)``, an
 event in every window it intersects, window ``n`` reported over ``[end(n), end(n) + p)``), not
@@ -195,3 +196,29 @@ def batches(inputs: list[Item | Cti], rnd: Any) -> list[tuple[list[Item], int | 
 
 def sorted_rows(rows: list[Row]) -> list[Row]:
     return sorted(rows, key=lambda row: (row.start, row.end, json.dumps(row.value)))
+
+
+@PROPERTIES
+@given(
+    st.lists(
+        st.tuples(st.integers(0, HORIZON), st.integers(1, 15), st.integers(-5, 9)), max_size=14
+    ),
+    st.integers(1, 5),
+    st.sampled_from(["count", "sum", "max"]),
+)
+def test_count_windows_equal_a_brute_force_over_distinct_start_times(
+    spans: list[tuple[int, int, int]], n: int, aggregate: str
+) -> None:
+    # from the seed: window j spans the distinct start times t_j .. t_{j+n-1}, holds the events
+    # starting there, and is reported as the point [t_{j+n-1}, t_{j+n-1} + 1)
+    starts = sorted({start for start, _, _ in spans})
+    expected = []
+    for j in range(len(starts) - n + 1):
+        first, last = starts[j], starts[j + n - 1]
+        values = [value for start, _, value in spans if first <= start <= last]
+        result = {"count": len(values), "sum": sum(values), "max": max(values)}[aggregate]
+        expected.append((last, last + 1, result))
+    query = TemporalQuery(CountWindow(n, Aggregate(aggregate)))
+    events = [IntervalEvent(start, start + length, value) for start, length, value in spans]
+    rows = query.run(sorted(events, key=lambda e: e.start))
+    assert [(row.start, row.end, row.value) for row in rows] == expected
