@@ -294,12 +294,6 @@ class HashtagObserver:
         self._observe_state(processor)
 
     def __call__(self, stats: BatchStats, processor: HashtagBatchProcessor) -> None:
-        try:
-            self._observe(stats, processor)
-        except Exception:  # metrics must never fail a batch
-            log.exception("metrics: could not record batch %d", stats.batch_id)
-
-    def _observe(self, stats: BatchStats, processor: HashtagBatchProcessor) -> None:
         if stats.skipped:
             return
         m, config = self.metrics, processor.config
@@ -343,12 +337,6 @@ class SensorObserver:
         metrics.set_watermark(processor.state.watermark_ms)
 
     def __call__(self, stats: SensorBatchStats, processor: SensorBatchProcessor) -> None:
-        try:
-            self._observe(stats, processor)
-        except Exception:  # metrics must never fail a batch
-            log.exception("metrics: could not record batch %d", stats.batch_id)
-
-    def _observe(self, stats: SensorBatchStats, processor: SensorBatchProcessor) -> None:
         if stats.skipped:
             return
         m, config = self.metrics, processor.config
@@ -376,12 +364,6 @@ class WindowsObserver:
         metrics.set_watermark(processor.state.watermark_ms or None)
 
     def __call__(self, stats: WindowsBatchStats, processor: WindowsBatchProcessor) -> None:
-        try:
-            self._observe(stats, processor)
-        except Exception:  # metrics must never fail a batch
-            log.exception("metrics: could not record batch %d", stats.batch_id)
-
-    def _observe(self, stats: WindowsBatchStats, processor: WindowsBatchProcessor) -> None:
         if stats.skipped:
             return
         m, config = self.metrics, processor.config

@@ -5,12 +5,8 @@ windows job runs its Python state processor in the workers' Python processes."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 import sys
-import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -37,8 +33,9 @@ from tests.integration.test_sensors_job import job_command as sensors_command
 from tests.integration.test_sensors_job import oracle as sensors_oracle
 from tests.integration.test_windows_job import LATENESS_MS as WINDOWS_LATENESS_MS
 from tests.integration.test_windows_job import Topics, make_lines, produce_lines, snapshot_sums
+from tests.support.jobs import kill_after, run_to_end
 from tests.support.kafka import read_all
-from tests.support.spark_cluster import StandaloneCluster, cluster_env
+from tests.support.spark_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.integration
 
@@ -59,42 +56,6 @@ def job_command(bootstrap: str, topics: dict[str, str], master: str, checkpoint:
         "--size", f"{SIZE_MS}ms", "--hop", f"{HOP_MS}ms", "--lateness", f"{LATENESS_MS}ms",
         "--top", str(TOP), "--max-offsets-per-trigger", "400", "--metrics-port", "0",
     ]  # fmt: skip
-
-
-def run_to_end(command: list[str]) -> str:
-    result = subprocess.run(
-        command, capture_output=True, text=True, timeout=600, env=cluster_env(), check=False
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    return result.stderr
-
-
-def kill_after(command: list[str], logged: str) -> str:
-    """Start the job, SIGKILL its whole process group (Python driver and JVM) once it has
-    logged a line matching ``logged``; return what it logged."""
-    process = subprocess.Popen(
-        command, stderr=subprocess.PIPE, text=True, env=cluster_env(), start_new_session=True
-    )
-    assert process.stderr is not None
-    lines: list[str] = []
-    reached = threading.Event()
-
-    def read() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.append(line)
-            if re.search(logged, line):
-                reached.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert reached.wait(300), "the job did not reach the kill point:\n" + "".join(lines)[-4000:]
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(60)
-        reader.join(10)
-    return "".join(lines)
 
 
 def records(bootstrap: str, topic: str) -> list[dict[str, Any]]:

@@ -9,11 +9,8 @@ in the list(s), a reading evicted when the (N+1)-th reading of its list arrives.
 from __future__ import annotations
 
 import math
-import os
 import random
 import re
-import signal
-import subprocess
 import sys
 import uuid
 from collections import Counter
@@ -27,6 +24,7 @@ from confluent_kafka import Producer
 from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics
 from connectors.transactions import TransactionalBatchWriter
+from tests.support.jobs import kill_after, run_to_end
 from tests.support.kafka import read_all
 from trending.errors import UserError
 from trending.jobs.sensors import SensorJobConfig, start_query
@@ -282,20 +280,7 @@ def test_a_killed_driver_restarts_exactly(kafka_bootstrap: str, tmp_path: Path) 
     events = make_events(2_000, 800, seed=16)
     job.produce(events)
     command = job_command(job, "--size", "40", "--max-offsets-per-trigger", "500")
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    assert process.stderr is not None
-    log: list[str] = []
-    try:
-        for line in process.stderr:
-            log.append(line)
-            if re.search(r"batch 2: \d+ readings", line):
-                break
-        else:
-            raise AssertionError("the job ended before batch 2:\n" + "".join(log)[-4000:])
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(60)
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert re.search(r"sensors job stopped: \d+ micro-batches", result.stderr)
+    kill_after(command, r"batch 2: \d+ readings")
+    stderr = run_to_end(command)
+    assert re.search(r"sensors job stopped: \d+ micro-batches", stderr)
     assert job.results() == oracle(events, 40, 3, False)

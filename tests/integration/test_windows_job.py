@@ -16,7 +16,6 @@ import json
 import os
 import random
 import re
-import signal
 import subprocess
 import sys
 import uuid
@@ -29,6 +28,7 @@ import pytest
 
 from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics
+from tests.support.jobs import kill_after, run_to_end
 from tests.support.kafka import read_all
 
 pytestmark = pytest.mark.integration
@@ -304,26 +304,8 @@ def test_a_killed_driver_restarts_exactly(kafka_bootstrap: str, tmp_path: Path) 
         "--checkpoint", f"file://{tmp_path}/checkpoint", "--lateness", f"{LATENESS_MS}ms",
         "--max-offsets-per-trigger", "120", *topics.flags(),
     ]  # fmt: skip
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    process = subprocess.Popen(
-        command, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env
-    )
-    assert process.stderr is not None
-    log: list[str] = []
-    try:
-        for line in process.stderr:
-            log.append(line)
-            if re.search(r"batch 2: \d+ events", line):
-                break
-        else:
-            raise AssertionError("the job ended before batch 2:\n" + "".join(log)[-4000:])
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(60)
-    result = subprocess.run(
-        command, capture_output=True, text=True, timeout=600, env=env, check=False
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert re.search(r"windows job stopped: \d+ micro-batches", result.stderr)
+    kill_after(command, r"batch 2: \d+ events")
+    stderr = run_to_end(command)
+    assert re.search(r"windows job stopped: \d+ micro-batches", stderr)
     assert topics.letters(topics.late) == []
     assert topics.rows() == snapshot_sums(lines)

@@ -4,28 +4,89 @@ its last batch."""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from connectors.transactions import TransactionalBatchWriter
 from trending.errors import UserError
 from trending.spark.session import PROVIDER_CONF, ROCKSDB_PROVIDER
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
     from trending.spark.checkpoint import JobCheckpoint
 
 
-class BatchProcessor(Protocol):
-    """A job's ``foreachBatch`` function, as :func:`open_job` builds it."""
+class BatchRecord(Protocol):
+    """What every job's per-batch figures hold."""
 
-    def settle_checkpoint(self) -> None: ...
+    batch_id: int
+    skipped: bool
+    seconds: float
 
 
 T = TypeVar("T")
-P = TypeVar("P", bound=BatchProcessor)
+P = TypeVar("P", bound="CommittedBatches[Any]")
+S = TypeVar("S", bound=BatchRecord)
+log = logging.getLogger("trending.jobs")
+
+
+class CommittedBatches(Generic[S]):
+    """The ``foreachBatch`` frame every job shares: a batch whose output is already committed
+    (replayed after a crash) is skipped, any other is processed; each is timed, kept in
+    ``history``, shown to the ``observers`` (metrics) and logged. Subclasses set ``checkpoint``,
+    ``writer``, ``history`` and ``observers`` and define the four hooks below."""
+
+    checkpoint: JobCheckpoint
+    writer: TransactionalBatchWriter
+    history: list[S]
+    observers: list[Callable[[S, Any], None]]
+    repair: str | None = None  # what settling the checkpoint did, if anything
+
+    def _new_stats(self, batch_id: int) -> S:
+        raise NotImplementedError
+
+    def _process(self, batch: DataFrame, batch_id: int, stats: S) -> None:
+        raise NotImplementedError
+
+    def _describe(self, stats: S) -> str:
+        raise NotImplementedError
+
+    def _next_watermark_ms(self) -> int | None:
+        """The watermark the next batch runs under (Spark records it when a batch is done)."""
+        raise NotImplementedError
+
+    def settle_checkpoint(self) -> None:
+        """Match the query's checkpoint with the committed output (before the query starts)."""
+        self.repair = self.checkpoint.settle(self.writer.last_committed, self._next_watermark_ms())
+        if self.repair:
+            log.warning("checkpoint: %s", self.repair)
+
+    def close(self) -> None:
+        """Release the job's Kafka clients; call once the query has stopped."""
+        self.writer.close()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
+        stats = self._new_stats(batch_id)
+        if batch_id <= self.writer.last_committed:
+            stats.skipped = True  # replayed after a crash: its output is already committed
+        else:
+            self._process(batch, batch_id, stats)
+        stats.seconds = time.monotonic() - started
+        self.history.append(stats)
+        for observe in self.observers:  # metrics (trending.metrics)
+            try:
+                observe(stats, self)
+            except Exception:  # metrics must never fail a batch
+                log.exception("metrics: could not record batch %d", stats.batch_id)
+        log.info(self._describe(stats))
+
+
 STATE_STORE_CONF = {
     PROVIDER_CONF: ROCKSDB_PROVIDER,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",

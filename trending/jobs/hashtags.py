@@ -22,7 +22,14 @@ from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
-from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state, open_job, triggered
+from trending.jobs.common import (
+    STATE_STORE_CONF,
+    CommittedBatches,
+    JobSettings,
+    committed_state,
+    open_job,
+    triggered,
+)
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.hashtag_state import (
     LATE,
@@ -96,7 +103,7 @@ class BatchStats:
     dead_reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
 
 
-class HashtagBatchProcessor:
+class HashtagBatchProcessor(CommittedBatches[BatchStats]):
     """The ``foreachBatch`` function: exactly-once top-k publication from the executors' candidates.
 
     Built by :func:`open_processor`, which claims the checkpoint and reads the committed state.
@@ -123,30 +130,15 @@ class HashtagBatchProcessor:
         self.tweet_schema = schema_json("tweet")
         self.history: list[BatchStats] = []
         self.observers: list[Callable[[BatchStats, HashtagBatchProcessor], None]] = []
-        self.repair: str | None = None
 
-    def settle_checkpoint(self) -> None:
-        """Match the query's checkpoint with the committed output (before the query starts)."""
-        self.repair = self.checkpoint.settle(self.writer.last_committed, self.merger.watermark_ms)
-        if self.repair:
-            log.warning("checkpoint: %s", self.repair)
+    def _new_stats(self, batch_id: int) -> BatchStats:
+        return BatchStats(batch_id, watermark_ms=self.merger.watermark_ms, started_at=time.time())
 
-    def close(self) -> None:
-        """Release the job's Kafka clients; call once the query has stopped."""
-        self.writer.close()
+    def _next_watermark_ms(self) -> int | None:
+        return self.merger.watermark_ms
 
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        started = time.monotonic()
-        stats = BatchStats(batch_id, watermark_ms=self.merger.watermark_ms, started_at=time.time())
-        if batch_id <= self.writer.last_committed:
-            stats.skipped = True  # replayed after a crash: its output is already committed
-        else:
-            self._process(batch, batch_id, stats)
-        stats.seconds = time.monotonic() - started
-        self.history.append(stats)
-        for observe in self.observers:  # metrics (trending.metrics)
-            observe(stats, self)
-        log.info(_describe(stats))
+    def _describe(self, stats: BatchStats) -> str:
+        return _describe(stats)
 
     def _process(self, batch: DataFrame, batch_id: int, stats: BatchStats) -> None:
         merger = self.merger

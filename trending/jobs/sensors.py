@@ -31,7 +31,14 @@ from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
 from trending.errors import UserError
-from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state, open_job, triggered
+from trending.jobs.common import (
+    STATE_STORE_CONF,
+    CommittedBatches,
+    JobSettings,
+    committed_state,
+    open_job,
+    triggered,
+)
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.sensor_steps import (
     DEAD,
@@ -153,7 +160,7 @@ class SensorBatchStats:
     dead_reasons: dict[str, int] = field(default_factory=dict)
 
 
-class SensorBatchProcessor:
+class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
     """The ``foreachBatch`` function: exactly-once matches and popular readings."""
 
     def __init__(
@@ -195,29 +202,16 @@ class SensorBatchProcessor:
         self.history: list[SensorBatchStats] = []
         self.observers: list[Callable[[SensorBatchStats, SensorBatchProcessor], None]] = []
 
-    def settle_checkpoint(self) -> None:
-        """Match the query's checkpoint with the committed output (before the query starts)."""
-        repair = self.checkpoint.settle(self.writer.last_committed, self.state.watermark_ms)
-        if repair:
-            log.warning("checkpoint: %s", repair)
-
-    def close(self) -> None:
-        self.writer.close()
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        started = time.monotonic()
-        stats = SensorBatchStats(
+    def _new_stats(self, batch_id: int) -> SensorBatchStats:
+        return SensorBatchStats(
             batch_id, watermark_ms=self.state.watermark_ms, started_at=time.time()
         )
-        if batch_id <= self.writer.last_committed:
-            stats.skipped = True  # replayed after a crash: its output is already committed
-        else:
-            self._process(batch, batch_id, stats)
-        stats.seconds = time.monotonic() - started
-        self.history.append(stats)
-        for observe in self.observers:
-            observe(stats, self)
-        log.info(_describe(stats))
+
+    def _next_watermark_ms(self) -> int | None:
+        return self.state.watermark_ms
+
+    def _describe(self, stats: SensorBatchStats) -> str:
+        return _describe(stats)
 
     def _process(self, batch: DataFrame, batch_id: int, stats: SensorBatchStats) -> None:
         confluent = self.config.schema_registry_url is not None

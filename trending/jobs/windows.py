@@ -30,9 +30,16 @@ from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
 from trending.errors import UserError
-from trending.jobs.common import STATE_STORE_CONF, JobSettings, committed_state, open_job, triggered
+from trending.jobs.common import (
+    STATE_STORE_CONF,
+    CommittedBatches,
+    JobSettings,
+    committed_state,
+    open_job,
+    triggered,
+)
 from trending.spark.checkpoint import JobCheckpoint
-from trending.spark.spl_runner import NO_DATA_CONF
+from trending.spark.session import NO_DATA_CONF
 from trending.spark.temporal_steps import (
     DEAD,
     LATE,
@@ -124,7 +131,7 @@ class WindowsBatchStats:
     dead_reasons: dict[str, int] = field(default_factory=dict)
 
 
-class WindowsBatchProcessor:
+class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
     """The ``foreachBatch`` function: exactly-once window rows, late and dead letters."""
 
     def __init__(
@@ -148,27 +155,14 @@ class WindowsBatchProcessor:
         """The job's own topic, where ``--available-now`` writes its end-of-input CTI."""
         return f"trending-windows-cti-{self.job_id}"
 
-    def settle_checkpoint(self) -> None:
-        """Match the query's checkpoint with the committed output (before the query starts)."""
-        repair = self.checkpoint.settle(self.writer.last_committed, self.state.watermark_ms)
-        if repair:
-            log.warning("checkpoint: %s", repair)
+    def _new_stats(self, batch_id: int) -> WindowsBatchStats:
+        return WindowsBatchStats(batch_id, started_at=time.time())
 
-    def close(self) -> None:
-        self.writer.close()
+    def _next_watermark_ms(self) -> int | None:
+        return self.state.watermark_ms
 
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        started = time.monotonic()
-        stats = WindowsBatchStats(batch_id, started_at=time.time())
-        if batch_id <= self.writer.last_committed:
-            stats.skipped = True  # replayed after a crash: its output is already committed
-        else:
-            self._process(batch, batch_id, stats)
-        stats.seconds = time.monotonic() - started
-        self.history.append(stats)
-        for observe in self.observers:
-            observe(stats, self)
-        log.info(_describe(stats))
+    def _describe(self, stats: WindowsBatchStats) -> str:
+        return _describe(stats)
 
     def _process(self, batch: DataFrame, batch_id: int, stats: WindowsBatchStats) -> None:
         from pyspark.sql import functions as F

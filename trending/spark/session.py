@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+NO_DATA_CONF = "spark.sql.streaming.noDataMicroBatches.enabled"
 HASHTAG_UDF = ("hashtag_keys", "trending.udf.HashtagKeys")
 JAR_GROUPS = ("connectors", "udf")
 
@@ -49,7 +50,7 @@ def build_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.ui.enabled", os.environ.get("TRENDING_SPARK_UI", "false"))
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+        .config(NO_DATA_CONF, "false")
         .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
     )
     for key, value in (conf or {}).items():

@@ -72,7 +72,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from trending.spark.session import PROVIDER_CONF, ROCKSDB_PROVIDER
+from trending.spark.session import NO_DATA_CONF, PROVIDER_CONF, ROCKSDB_PROVIDER
 from trending.windows.spl.events import PartitionKey, Record, WindowEvent
 from trending.windows.spl.keyed import (
     Step,
@@ -93,7 +93,6 @@ EventMapper: TypeAlias = Callable[[Any, WindowEvent], Iterable[Mapping[str, Any]
 """``fn(key, event)`` -> output rows (mappings from ``output_schema`` field names)."""
 Row: TypeAlias = tuple[int | None, PartitionKey, Record]
 
-NO_DATA_CONF = "spark.sql.streaming.noDataMicroBatches.enabled"
 TIME_COLUMN = "spl_runner_time_ms"
 TIME_STAMP_COLUMN = "spl_runner_time"
 GROUP_COLUMN = "spl_runner_window"
