@@ -10,6 +10,7 @@ import contextlib
 import itertools
 import random
 import shutil
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -265,6 +266,48 @@ def test_late_tweets_are_routed_not_counted(
     assert all("latecomer" not in str(r["top"]) for r in job.records())
     assert SlidingWindows(SIZE_MS, HOP_MS).last_end(BASE_MS) <= watermark
     shutil.rmtree(job.checkpoint)
+
+
+def test_a_tweet_from_a_bad_clock_is_dead_lettered_and_moves_no_watermark(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """Year 9999 and a time in microseconds: both far ahead of the wall clock. Without the
+    rule either would close every window and make all later tweets late."""
+    job = Job(kafka_bootstrap, tmp_path)
+    first, second = make_tweets(3_000, seed=8), make_tweets(3_000, seed=9, start_index=3_000)
+    year_9999 = {"id": 90_001, "user": "clock", "text": "#future", "lang": None,
+                 "created_at": 253_402_300_799_000}  # fmt: skip
+    in_micros = {"id": 90_002, "user": "clock", "text": "#micros", "lang": None,
+                 "created_at": (BASE_MS + 60_000) * 1_000}  # fmt: skip
+    produce(kafka_bootstrap, job.topics["tweets"], [*first, year_9999, in_micros])
+    job.run(spark)
+    produce(kafka_bootstrap, job.topics["tweets"], second)
+    job.run(spark)
+    tweets = first + second
+    assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
+    assert job.records("late") == []
+    letters = [AvroCodec("dead_letter").decode(r.value) for r in read_all(
+        kafka_bootstrap, job.topics["dlq"])]  # fmt: skip
+    assert sorted((d["reason"], d["key"]) for d in letters) == [
+        ("future-timestamp", b"90001"), ("future-timestamp", b"90002")]  # fmt: skip
+    codec = AvroCodec("tweet")
+    assert sorted(codec.decode(d["value"])["id"] for d in letters) == [90_001, 90_002]
+
+
+def test_a_past_skew_bound_dead_letters_older_tweets(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    job = Job(kafka_bootstrap, tmp_path)
+    tweets = make_tweets(1_000, seed=10)
+    ancient = {"id": 90_003, "user": "clock", "text": "#ancient", "lang": None,
+               "created_at": 1_000}  # fmt: skip
+    produce(kafka_bootstrap, job.topics["tweets"], [ancient, *tweets])
+    age_ms = int(time.time() * 1000) - BASE_MS
+    job.run(spark, max_past_skew_ms=age_ms + 86_400_000, max_future_skew_ms=None)
+    letters = [AvroCodec("dead_letter").decode(r.value) for r in read_all(
+        kafka_bootstrap, job.topics["dlq"])]  # fmt: skip
+    assert [(d["reason"], d["key"]) for d in letters] == [("past-timestamp", b"90003")]
+    assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
 
 
 def java_bucket(key: str) -> int:

@@ -262,6 +262,33 @@ def test_late_events_are_routed_and_other_settings_refused(
         job.run(spark, size=50)
 
 
+def test_events_from_a_bad_clock_are_dead_lettered_and_move_no_watermark(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """A reading in year 9999 and a query in microseconds, between two runs of valid events:
+    without the rule the next events would all be late."""
+    job = Job(kafka_bootstrap, tmp_path)
+    first, second = make_events(500, 200, seed=16), make_events(500, 200, seed=17)
+    for e in second:
+        e["ts"] += 30_000
+    future = {"kind": "r", "sensor_id": 5, "x": 0.5, "y": 0.5, "value": 1.0,
+              "ts": 253_402_300_799_000}  # fmt: skip
+    micros = {"kind": "q", "query_id": 10**9, "x": 0.5, "y": 0.5, "distance": 1.0,
+              "ts": BASE_MS * 1_000}  # fmt: skip
+    job.produce([*first, future, micros])
+    job.run(spark, size=20)
+    job.produce(second)
+    job.run(spark, size=20)
+    assert job.results() == oracle(first + second, 20, 3, False)
+    assert read_all(job.bootstrap, job.topics["late"]) == []
+    codec = AvroCodec("dead_letter")
+    letters = [codec.decode(r.value) for r in read_all(job.bootstrap, job.topics["dlq"])]
+    assert sorted((d["reason"], d["topic"], d["offset"]) for d in letters) == sorted(
+        ("future-timestamp", job.topics["readings" if e is future else "queries"], e["offset"])
+        for e in (future, micros)
+    )
+
+
 def job_command(job: Job, *extra: str, master: str = "local[2]") -> list[str]:
     t = job.topics
     return [

@@ -83,3 +83,37 @@ def test_kafka_example_publishes_the_core_events_and_dead_letters(
     assert [(letter["offset"], letter["reason"]) for letter in letters] == [
         (4, "value is not valid Avro for the schema")
     ]
+
+
+def test_kafka_example_in_event_time_dead_letters_a_tweet_from_a_bad_clock(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A tweet from year 9999 in the first run: had it moved Spark's watermark, the second
+    run's tweets would all be behind it and dropped."""
+    suffix = uuid.uuid4().hex[:8]
+    source, sink, dead = (f"{name}-{suffix}" for name in ("tweets", "windows", "dead"))
+    ensure_topics(kafka_bootstrap, [source], partitions=1)
+    far = {"id": 99, "user": "u1", "text": "from 9999", "created_at": 253_402_300_799_000}
+    command = [sys.executable, str(EXAMPLE), "--bootstrap", kafka_bootstrap, "--topic", source]
+    command += ["--spec", json.dumps(SPEC), "--output-topic", sink, "--dead-letter-topic", dead]
+    command += ["--checkpoint", str(tmp_path / "ckpt"), "--available-now"]
+    command += ["--time-mode", "event", "--watermark", "1 second"]
+    out = producer(kafka_bootstrap)
+    for part in ([*tweets()[:3], far], tweets()[3:]):
+        for tweet in part:
+            out.produce(source, encode_tweet(tweet), b"k")
+        out.flush()
+        run = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+        assert run.returncode == 0, run.stderr[-3000:]
+
+    letters = [json.loads(r.value or b"{}") for r in read_all(kafka_bootstrap, dead)]
+    assert [(letter["offset"], letter["reason"]) for letter in letters] == [(3, "future-timestamp")]
+    got: dict[str, list[tuple[int, str, list[int]]]] = defaultdict(list)
+    for record in read_all(kafka_bootstrap, sink):
+        event = json.loads(record.value or b"{}")
+        ids = [t["id"] for t in json.loads(event["tuples"])]
+        got[event["user"]].append((event["seq"], event["event"], ids))
+    by_user = {
+        user: [(kind, ids) for _, kind, ids in sorted(events)] for user, events in got.items()
+    }
+    assert by_user == expected_events()

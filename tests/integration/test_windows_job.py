@@ -221,6 +221,9 @@ def test_late_and_bad_events_are_routed(kafka_bootstrap: str, spark: Any, tmp_pa
         b"\x07not avro",
         codec.encode({"kind": "INTERVAL", "key": "a", "start": T0 + 20_000, "end": T0 + 20_000}),
         codec.encode({"kind": "END_EDGE", "key": "a", "id": "nobody", "end": T0 + 20_000}),
+        # bad clocks: year 9999, and a CTI in microseconds (it would close everything)
+        codec.encode({"kind": "INTERVAL", "key": "a", "start": EOT - 5_000, "end": EOT - 10}),
+        codec.encode({"kind": "CTI", "start": T0 * 1_000}),
     ]
     config = WindowsJobConfig(
         bootstrap=kafka_bootstrap, checkpoint=str(tmp_path / "checkpoint"),
@@ -241,10 +244,11 @@ def test_late_and_bad_events_are_routed(kafka_bootstrap: str, spark: Any, tmp_pa
     late_letters = topics.letters(topics.late)
     assert [(d["offset"], d["reason"].split(":")[0]) for d in late_letters] == [(2, "late")]
     dead = sorted((d["offset"], d["reason"]) for d in topics.letters(topics.dlq))
-    assert [offset for offset, _ in dead] == [3, 4, 5]
+    assert [offset for offset, _ in dead] == [3, 4, 5, 6, 7]
     assert "not valid Avro" in dead[0][1]
     assert "does not end after it starts" in dead[1][1]
     assert "no open start edge" in dead[2][1]
+    assert dead[3][1] == dead[4][1] == "future-timestamp"
     assert topics.rows() == Counter(
         {("a", T0 + 1_000, T0 + 1_500, 5.0): 1, ("a", T0 + 10_000, T0 + 12_000, 2.0): 1}
     )

@@ -44,6 +44,30 @@ def _duration(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from error
 
 
+def _optional_duration(text: str) -> int | None:
+    return None if text.strip().lower() == "none" else _duration(text)
+
+
+def _add_clock_arguments(parser: argparse.ArgumentParser) -> None:
+    clock = parser.add_argument_group(
+        "event-time sanity",
+        "an event time outside [clock - max past skew, clock + max future skew] (clock: the "
+        "micro-batch's wall-clock time) is a dead letter and moves no watermark",
+    )
+    clock.add_argument(
+        "--max-future-skew",
+        type=_optional_duration,
+        default="1h",
+        help="how far ahead of the clock an event time may be; 'none': no bound",
+    )
+    clock.add_argument(
+        "--max-past-skew",
+        type=_optional_duration,
+        default="none",
+        help="how far behind the clock an event time may be; 'none': no bound",
+    )
+
+
 def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = jobs.add_parser(
         "hashtags",
@@ -175,7 +199,8 @@ def _add_trigger_arguments(parser: argparse.ArgumentParser, at_end: str) -> None
 def _add_spark_arguments(
     parser: argparse.ArgumentParser, topics: argparse._ArgumentGroup, checkpoint: str
 ) -> None:
-    """The output-topic, Kafka, Spark and metrics arguments every job takes."""
+    """The output-topic, Kafka, Spark, event-time and metrics arguments every job takes."""
+    _add_clock_arguments(parser)
     topics.add_argument("--partitions", type=int, default=4, help="partitions of created topics")
     topics.add_argument(
         "--schema-registry-url",
@@ -304,6 +329,8 @@ def _job_settings(
         "spark_kafka_options": parse_kafka_options(args.spark_kafka_option, "--spark-kafka-option"),
         "kafka_options": kafka_options,
         "spark_conf": parse_kafka_options(args.conf, "--conf"),
+        "max_future_skew_ms": args.max_future_skew,
+        "max_past_skew_ms": args.max_past_skew,
     }
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from connectors.transactions import TransactionalBatchWriter
 from trending.errors import UserError
+from trending.spark.clock import DEFAULT_MAX_FUTURE_MS, ClockSkew
 from trending.spark.session import PROVIDER_CONF, ROCKSDB_PROVIDER
 
 if TYPE_CHECKING:
@@ -112,6 +113,16 @@ class JobSettings:
     spark_kafka_options: Mapping[str, str] = field(default_factory=dict)
     kafka_options: Mapping[str, str] = field(default_factory=dict)
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    max_future_skew_ms: int | None = DEFAULT_MAX_FUTURE_MS  # see trending.spark.clock
+    max_past_skew_ms: int | None = None
+
+    @property
+    def clock_skew(self) -> ClockSkew:
+        """How far event times may be from the batch's clock before they are dead letters."""
+        try:
+            return ClockSkew(self.max_future_skew_ms, self.max_past_skew_ms)
+        except ValueError as error:
+            raise UserError(f"--{error}") from error
 
 
 def committed_state(writer: TransactionalBatchWriter, parse: Callable[[Any], T]) -> T | None:

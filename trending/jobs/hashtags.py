@@ -281,6 +281,7 @@ def start_query(
         config.windows,
         processor.job_id,
         config.lateness_ms,
+        config.clock_skew,
     )
     writer = (
         processor.state.apply(records)

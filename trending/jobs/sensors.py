@@ -40,6 +40,7 @@ from trending.jobs.common import (
     triggered,
 )
 from trending.spark.checkpoint import JobCheckpoint
+from trending.spark.clock import with_batch_clock
 from trending.spark.sensor_steps import (
     DEAD,
     LATE,
@@ -216,7 +217,9 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
     def _process(self, batch: DataFrame, batch_id: int, stats: SensorBatchStats) -> None:
         confluent = self.config.schema_registry_url is not None
         clock = time.monotonic()
-        events = sensor_events(batch, self.topics, confluent, self.state.watermark_ms).persist()
+        events = sensor_events(
+            batch, self.topics, confluent, self.state.watermark_ms, self.config.clock_skew
+        ).persist()
         try:
             figures = batch_figures(events)
             state = self._advanced(figures.newest_ms, figures.bounds)
@@ -378,7 +381,7 @@ def start_query(
         config.spark_kafka_options,
     )
     writer = (
-        read_kafka_stream(spark, options)
+        with_batch_clock(read_kafka_stream(spark, options))
         .writeStream.queryName(f"trending-sensors-{processor.job_id}")
         .option("checkpointLocation", processor.checkpoint.query_location)
         .foreachBatch(processor)

@@ -301,7 +301,7 @@ def start_query(
     confluent = config.schema_registry_url is not None
     events = temporal_events(
         read_kafka_stream(spark, options), schema_json("interval_event"), confluent,
-        config.lateness_ms,
+        config.lateness_ms, config.clock_skew,
     )  # fmt: skip
     writer = (
         apply_temporal(events, config.query())

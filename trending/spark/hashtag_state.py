@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
 from connectors.spark_kafka import decode_avro
+from trending.spark.clock import ClockSkew, batch_clock_ms, skew_reason
 from trending.windows.sliding import SlidingWindows
 
 if TYPE_CHECKING:
@@ -76,19 +77,24 @@ def register_functions(spark: SparkSession) -> None:
 
 def hashtag_records(
     raw: DataFrame, schema_json: str, confluent: bool, windows: SlidingWindows, job: str,
-    lateness_ms: int,
+    lateness_ms: int, skew: ClockSkew,
 ) -> DataFrame:  # fmt: skip
     """Decoded streaming Kafka records with their kind (see the module docstring).
 
     Columns: ``kind, event_ms, text, partition, offset, record_key, value, reason``. Spark's
-    watermark follows the event times of the on-time tweets, with delay = lateness.
+    watermark follows the event times of the on-time tweets, with delay = lateness. A tweet
+    whose time is too far from the batch's clock (``skew``) is ``DEAD``.
     """
     decoded = decode_avro(raw, schema_json, confluent, fields=("text", "created_at"))
     event_ms = F.unix_millis(F.col("record.created_at"))
     watermark = F.call_function(WATERMARK_FUNCTION[0], F.lit(job))
-    kind = F.when(F.col("record").isNull(), F.lit(DEAD)).when(
-        _last_end(event_ms, windows) <= watermark, F.lit(LATE)
+    skewed = skew_reason(event_ms, batch_clock_ms(), skew)
+    kind = (
+        F.when(F.col("record").isNull(), F.lit(DEAD))
+        .when(skewed.isNotNull(), F.lit(DEAD))
+        .when(_last_end(event_ms, windows) <= watermark, F.lit(LATE))
     )
+    decoded = decoded.withColumn("reason", F.coalesce(F.col("reason"), skewed))
     records = decoded.select(
         F.coalesce(kind, F.lit(COUNTED)).alias("kind"),
         event_ms.alias("event_ms"),
@@ -190,7 +196,13 @@ def warm_up(
         batches.append(spark.read.format("kafka").options(**batch_options).load().limit(rows // 10))
     for raw in batches:
         records = hashtag_records(
-            raw, schema_json, confluent, config.windows, state.job, config.lateness_ms
+            raw,
+            schema_json,
+            confluent,
+            config.windows,
+            state.job,
+            config.lateness_ms,
+            config.clock_skew,
         )
         state.warm(records)
 

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
 from connectors.spark_kafka import decode_avro
+from trending.spark.clock import CLOCK_COLUMN, ClockSkew, clock_of, skew_reason
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaObject
@@ -45,13 +46,19 @@ class SensorTopics:
 
 
 def sensor_events(
-    raw: DataFrame, topics: SensorTopics, confluent: bool, watermark_ms: int | None
+    raw: DataFrame,
+    topics: SensorTopics,
+    confluent: bool,
+    watermark_ms: int | None,
+    skew: ClockSkew,
 ) -> DataFrame:
     """Kafka records of both topics as events with their kind (see the module docstring).
 
     Columns: ``kind, ts, id, x, y, v, topic, partition, offset, key, value, reason``; ``id`` is
-    the sensor or query id, ``v`` the reading's value or the query's distance.
+    the sensor or query id, ``v`` the reading's value or the query's distance. An event whose
+    time is too far from the batch's clock (``skew``) is ``DEAD``.
     """
+    raw = raw.withColumn(CLOCK_COLUMN, clock_of(raw))
     readings = _decoded(
         raw.where(F.col("topic") == topics.readings), topics.reading_schema, confluent,
         READING, "sensor_id", "value",
@@ -61,7 +68,7 @@ def sensor_events(
         QUERY, "query_id", "distance",
     )  # fmt: skip
     events = readings.unionByName(queries)
-    problem = _problem(events)
+    problem = F.coalesce(_problem(events), skew_reason(F.col("ts"), F.col(CLOCK_COLUMN), skew))
     late = F.lit(False) if watermark_ms is None else F.col("ts") < F.lit(watermark_ms)
     kind = F.when(problem.isNotNull(), F.lit(DEAD)).when(late, F.lit(LATE))
     return events.withColumn("reason", problem).withColumn("kind", F.coalesce(kind, F.col("kind")))
@@ -85,6 +92,7 @@ def _decoded(
         "key",
         "value",
         "reason",
+        CLOCK_COLUMN,
     )
 
 

@@ -44,6 +44,7 @@ from pyspark.sql.streaming.stateful_processor import (
 )
 
 from connectors.spark_kafka import decode_avro
+from trending.spark.clock import ClockSkew, batch_clock_ms, skew_reason
 from trending.windows.temporal import (
     END_OF_TIME,
     CtiViolation,
@@ -74,12 +75,13 @@ OUTPUT_SCHEMA = (
 
 
 def temporal_events(
-    raw: DataFrame, schema_json: str, confluent: bool, lateness_ms: int
+    raw: DataFrame, schema_json: str, confluent: bool, lateness_ms: int, skew: ClockSkew
 ) -> DataFrame:
     """Decoded Kafka records with kind, sync time and watermark mark, under Spark's watermark.
 
-    Columns: :data:`INPUT_COLUMNS`. A record that does not decode, or a CTI without a time, is
-    ``DEAD`` with the reason.
+    Columns: :data:`INPUT_COLUMNS`. A record that does not decode, a CTI without a time, or an
+    event whose sync time is too far from the batch's clock (``skew``; a CTI at the end of time,
+    which closes the input, excepted) is ``DEAD`` with the reason.
     """
     decoded = decode_avro(raw, schema_json, confluent)
     record = F.col("record")
@@ -91,8 +93,11 @@ def temporal_events(
     end_ms = F.unix_millis(record.getField("end"))
     sync = F.when(kind == F.lit(END_EDGE), end_ms).otherwise(start_ms)
     no_cti_time = (kind == F.lit(CTI)) & start_ms.isNull()
-    reason = F.when(F.col("reason").isNotNull(), F.col("reason")).when(
-        no_cti_time, F.lit("a CTI needs its time in start")
+    end_of_input = F.coalesce((kind == F.lit(CTI)) & (start_ms == F.lit(END_OF_TIME)), F.lit(False))
+    reason = (
+        F.when(F.col("reason").isNotNull(), F.col("reason"))
+        .when(no_cti_time, F.lit("a CTI needs its time in start"))
+        .when(~end_of_input, skew_reason(sync, batch_clock_ms(), skew))
     )
     events = decoded.select(
         F.when(reason.isNotNull(), F.lit(DEAD)).otherwise(kind).alias("kind"),
