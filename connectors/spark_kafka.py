@@ -1,14 +1,17 @@
 """Spark's own Kafka source and Avro decoding, kept in the JVM.
 
-Values are decoded with ``from_avro`` in PERMISSIVE mode: a value that does not decode yields a
-null record and a reason, so the job can dead-letter it instead of failing or dropping it. With a
-schema registry the 5-byte Confluent header (magic byte 0 + schema id) is checked and skipped.
+Values are checked strictly in the JVM (:func:`avro_check`), then decoded with ``from_avro`` in
+PERMISSIVE mode: a value that does not decode yields a null record and a reason, so the job can
+dead-letter it instead of failing or dropping it. With a schema registry the 5-byte Confluent
+header (magic byte 0 + schema id) is checked and skipped.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -89,6 +92,19 @@ def projected_schema(schema_json: str, fields: Sequence[str]) -> str:
     return json.dumps(schema)
 
 
+def avro_check(spark: SparkSession, schema_json: str, confluent: bool) -> Column:
+    """Why ``value`` is not exactly one datum of ``schema_json`` (null when it is), checked in
+    the JVM before ``from_avro`` reads it (``trending.avro.AvroCheck``): no trailing bytes,
+    strings in UTF-8, no length beyond the value (``from_avro`` would allocate what it claims)."""
+    header = CONFLUENT_HEADER_BYTES if confluent else 0
+    digest = hashlib.sha1(schema_json.encode(), usedforsecurity=False).hexdigest()[:16]
+    name = f"trending_avro_check_{digest}_{header}"
+    if not spark.catalog.functionExists(name):
+        jvm: Any = spark.sparkContext._jvm
+        jvm.trending.avro.AvroCheck.register(spark._jsparkSession, name, schema_json, header)
+    return F.call_function(name, F.col("value"))
+
+
 def decode_avro(
     df: DataFrame, schema_json: str, confluent: bool, fields: Sequence[str] | None = None
 ) -> DataFrame:
@@ -103,6 +119,7 @@ def decode_avro(
         bad_header = (F.length("value") < CONFLUENT_HEADER_BYTES) | (
             F.expr("substring(value, 1, 1)") != F.lit(b"\x00")
         )
+    malformed = avro_check(df.sparkSession, schema_json, confluent)
     options = {"mode": "PERMISSIVE"}
     reader_schema = schema_json
     if fields is not None:
@@ -117,6 +134,7 @@ def decode_avro(
     reason = (
         F.when(F.col("value").isNull(), F.lit("empty value"))
         .when(bad_header, F.lit("not in Confluent wire format (magic byte 0 + schema id)"))
+        .when(malformed.isNotNull(), malformed)
         .when(undecodable, F.lit("value is not valid Avro for the schema"))
     )
     return df.withColumn("reason", reason).withColumn(

@@ -16,6 +16,7 @@ import argparse
 import logging
 import math
 import platform
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -52,7 +53,12 @@ DEAD_REASONS = {  # the reasons of connectors.spark_kafka.decode_avro, as short 
     "empty value": "empty_value",
     "not in Confluent wire format (magic byte 0 + schema id)": "bad_header",
     "value is not valid Avro for the schema": "invalid_avro",
+    "trailing bytes after the Avro record": "trailing_bytes",  # trending.avro.AvroCheck
+    "future-timestamp": "future_timestamp",  # trending.spark.clock
+    "past-timestamp": "past_timestamp",
 }
+MALFORMED_AVRO = "malformed_avro"  # the other reasons of trending.avro.AvroCheck
+INVALID_UTF8 = "invalid_utf8"
 OTHER_REASON = "other"
 LATE_REASONS = ("windows_final", "behind_watermark")  # hashtags; sensors and temporal windows
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -197,7 +203,7 @@ class Metrics:
             self.batch_phase.labels("spark", phase)
         for phase in JOB_PHASES:
             self.batch_phase.labels("job", phase)
-        for reason in (*DEAD_REASONS.values(), OTHER_REASON):
+        for reason in (*DEAD_REASONS.values(), MALFORMED_AVRO, INVALID_UTF8, OTHER_REASON):
             self.dead_letters.labels(reason)
         for reason in LATE_REASONS:
             self.late_records.labels(reason)
@@ -274,7 +280,21 @@ def _counter(registry: CollectorRegistry, name: str, documentation: str) -> Coun
 
 def dead_reason_label(reason: str | None) -> str:
     """The short label value of a dead-letter reason."""
-    return DEAD_REASONS.get(reason or "", OTHER_REASON)
+    text = reason or ""
+    if text in DEAD_REASONS:
+        return DEAD_REASONS[text]
+    if text.endswith("is not valid UTF-8"):
+        return INVALID_UTF8
+    if _AVRO_CHECK.search(text):
+        return MALFORMED_AVRO
+    return OTHER_REASON
+
+
+_AVRO_CHECK = re.compile(
+    r"^(value ends inside field|(length|item count) of field .* (is negative|is beyond the value)"
+    r"|varint of field|(union|enum) index of field|(boolean|int) field .* (is not 0 or 1|is out "
+    r"of range)|field .* has an unknown type)"
+)
 
 
 DRIVER_OPERATOR = "driver_topk"  # the driver's published top-k entries; Spark's operators report

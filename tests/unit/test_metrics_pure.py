@@ -268,3 +268,40 @@ def test_a_taken_metrics_port_is_a_clear_error_and_0_serves_nothing() -> None:
             serve_metrics("produce", "127.0.0.1", port)
     _, server = serve_metrics("produce", "127.0.0.1", 0)
     assert server is None
+
+
+def test_dead_letter_reasons_map_to_few_labels() -> None:
+    from trending.metrics import dead_reason_label
+
+    assert {
+        reason: dead_reason_label(reason)
+        for reason in (
+            "empty value",
+            "trailing bytes after the Avro record",
+            "string field text is not valid UTF-8",
+            "length of field user is beyond the value",
+            "length of field user is negative",
+            "value ends inside field created_at",
+            "union index of field lang is out of range",
+            "varint of field id is longer than 10 bytes",
+            "item count of field tags is beyond the value",
+            "future-timestamp",
+            "past-timestamp",
+            "distance must be a number >= 0",
+            None,
+        )
+    } == {
+        "empty value": "empty_value",
+        "trailing bytes after the Avro record": "trailing_bytes",
+        "string field text is not valid UTF-8": "invalid_utf8",
+        "length of field user is beyond the value": "malformed_avro",
+        "length of field user is negative": "malformed_avro",
+        "value ends inside field created_at": "malformed_avro",
+        "union index of field lang is out of range": "malformed_avro",
+        "varint of field id is longer than 10 bytes": "malformed_avro",
+        "item count of field tags is beyond the value": "malformed_avro",
+        "future-timestamp": "future_timestamp",
+        "past-timestamp": "past_timestamp",
+        "distance must be a number >= 0": "other",
+        None: "other",
+    }
