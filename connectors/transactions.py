@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from connectors.kafka import client_config, ensure_topics
+from trending.errors import UserError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -59,6 +60,41 @@ class Committed:
     state: Any = None
 
 
+# Settings a user's Kafka options may change (``--kafka-option``), and those exactly-once
+# publication fixes.
+PRODUCER_DEFAULTS: dict[str, Any] = {
+    "linger.ms": 5,
+    "compression.type": "lz4",
+    "transaction.timeout.ms": 120_000,
+    "message.max.bytes": STATE_RECORD_MAX_BYTES + 2**16,
+}
+PRODUCER_FIXED: dict[str, Any] = {"enable.idempotence": True, "acks": "all"}
+
+
+def producer_config(
+    bootstrap: str, transactional_id: str, extra: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The transactional producer's settings: :data:`PRODUCER_DEFAULTS` under the user's
+    ``extra``, with :data:`PRODUCER_FIXED` and the transactional id on top.
+
+    Raises :class:`UserError` when ``extra`` contradicts a fixed setting.
+    """
+    user = dict(extra or {})
+    for key, fixed in {**PRODUCER_FIXED, "transactional.id": transactional_id}.items():
+        given = user.get(key)
+        if given is not None and str(given).lower() != str(fixed).lower():
+            raise UserError(
+                f"Kafka option {key}={given} conflicts with exactly-once publication, which "
+                f"needs {key}={fixed}"
+            )
+    return (
+        PRODUCER_DEFAULTS
+        | client_config(bootstrap, extra)
+        | PRODUCER_FIXED
+        | {"transactional.id": transactional_id}
+    )
+
+
 class TransactionalBatchWriter:
     """Publishes micro-batches atomically and idempotently under one transactional id."""
 
@@ -73,18 +109,7 @@ class TransactionalBatchWriter:
         self.commits_topic = commits_topic
         self._bootstrap, self._extra = bootstrap, dict(extra or {})
         ensure_topics(bootstrap, [commits_topic], partitions=1, extra=extra, config=_COMMITS_CONFIG)
-        self._producer = Producer(
-            client_config(bootstrap, extra)
-            | {
-                "transactional.id": transactional_id,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "compression.type": "lz4",
-                "transaction.timeout.ms": 120_000,
-                "message.max.bytes": STATE_RECORD_MAX_BYTES + 2**16,
-            }
-        )
+        self._producer = Producer(producer_config(bootstrap, transactional_id, extra))
         self._closed = False
         self._producer.init_transactions(60)  # fences and aborts a crashed predecessor
         self._group = Consumer(self._consumer_config(transactional_id, "read_committed"))

@@ -176,7 +176,9 @@ def _check_scrape(prometheus: Prometheus, port: int) -> None:
     time.sleep(3)  # a few more scrapes, so every rate() has two samples
     empty = [expr for expr in dashboard_queries() if not prometheus.query(expr)]
     assert not empty, f"dashboard queries without series: {empty}"
-    one_dead = 'trending_dead_letters_total{reason="invalid_avro"} == 1'
+    one_dead = 'trending_dead_letters_total{reason="malformed_avro"} == 1'
     wait_for(lambda: bool(prometheus.query(one_dead)), 60, "the dead letter was not counted")
     rules = prometheus.get("/api/v1/rules")["data"]["groups"][0]["rules"]
-    assert len(rules) == 4 and all(r["health"] == "ok" for r in rules), rules
+    names = [r["alert"] for g in yaml.safe_load(ALERTS.read_text())["groups"] for r in g["rules"]]
+    assert sorted(r["name"] for r in rules) == sorted(names)
+    assert all(r["health"] == "ok" for r in rules), rules
