@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     from connectors.avro import schema_json
     from connectors.kafka import ensure_topics, resolve_bootstrap
     from connectors.spark_kafka import decode_avro, read_kafka_stream, source_options
+    from trending.durations import parse_optional_duration_ms
     from trending.spark.clock import ClockSkew, batch_clock_ms, skew_reason
     from trending.spark.session import build_session
     from trending.spark.spl_runner import apply_window, configure_spark
@@ -81,9 +82,8 @@ def main(argv: list[str] | None = None) -> None:
     raw = read_kafka_stream(spark, source_options(bootstrap, args.topic))
     decoded = decode_avro(raw, schema_json("tweet"), confluent=False)
     if args.time_mode == "event":  # a tweet from a bad clock must not move the watermark
-        skewed = skew_reason(
-            F.unix_millis("record.created_at"), batch_clock_ms(), ClockSkew(_skew_ms(args))
-        )
+        skew = ClockSkew(parse_optional_duration_ms(args.max_future_skew))
+        skewed = skew_reason(F.unix_millis("record.created_at"), batch_clock_ms(), skew)
         decoded = decoded.withColumn("reason", F.coalesce("reason", skewed))
     tweets = decoded.where("reason IS NULL").select(
         "record.id", "record.user", "record.text", "record.created_at", "partition", "offset"
@@ -128,13 +128,6 @@ def main(argv: list[str] | None = None) -> None:
         for query in queries:
             query.stop()
         spark.stop()
-
-
-def _skew_ms(args: argparse.Namespace) -> int | None:
-    from trending.durations import parse_duration_ms
-
-    text = args.max_future_skew
-    return None if text.strip().lower() == "none" else parse_duration_ms(text)
 
 
 def _to_kafka(df: Any, bootstrap: str, topic: str, checkpoint: str, once: bool) -> Any:

@@ -23,6 +23,11 @@ def parse_duration_ms(text: str) -> int:
     return int(ms)
 
 
+def parse_optional_duration_ms(text: str) -> int | None:
+    """``None`` for ``none`` (no bound), else :func:`parse_duration_ms`."""
+    return None if text.strip().lower() == "none" else parse_duration_ms(text)
+
+
 def format_duration_ms(ms: int) -> str:
     """Render milliseconds with the largest unit that divides them exactly."""
     for unit in ("d", "h", "m", "s"):

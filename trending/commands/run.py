@@ -17,7 +17,11 @@ from connectors.kafka import (
     parse_kafka_options,
     wait_for_kafka,
 )
-from trending.durations import format_duration_ms, parse_duration_ms
+from trending.durations import (
+    format_duration_ms,
+    parse_duration_ms,
+    parse_optional_duration_ms,
+)
 from trending.errors import UserError
 from trending.metrics import add_metrics_arguments
 
@@ -45,7 +49,10 @@ def _duration(text: str) -> int:
 
 
 def _optional_duration(text: str) -> int | None:
-    return None if text.strip().lower() == "none" else _duration(text)
+    try:
+        return parse_optional_duration_ms(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
 
 
 def _add_clock_arguments(parser: argparse.ArgumentParser) -> None:

@@ -89,10 +89,8 @@ def hashtag_records(
     event_ms = F.unix_millis(F.col("record.created_at"))
     watermark = F.call_function(WATERMARK_FUNCTION[0], F.lit(job))
     skewed = skew_reason(event_ms, batch_clock_ms(), skew)
-    kind = (
-        F.when(F.col("record").isNull(), F.lit(DEAD))
-        .when(skewed.isNotNull(), F.lit(DEAD))
-        .when(_last_end(event_ms, windows) <= watermark, F.lit(LATE))
+    kind = F.when(F.col("record").isNull() | skewed.isNotNull(), F.lit(DEAD)).when(
+        _last_end(event_ms, windows) <= watermark, F.lit(LATE)
     )
     decoded = decoded.withColumn("reason", F.coalesce(F.col("reason"), skewed))
     records = decoded.select(

@@ -58,7 +58,6 @@ def sensor_events(
     the sensor or query id, ``v`` the reading's value or the query's distance. An event whose
     time is too far from the batch's clock (``skew``) is ``DEAD``.
     """
-    raw = raw.withColumn(CLOCK_COLUMN, clock_of(raw))
     readings = _decoded(
         raw.where(F.col("topic") == topics.readings), topics.reading_schema, confluent,
         READING, "sensor_id", "value",
@@ -92,7 +91,7 @@ def _decoded(
         "key",
         "value",
         "reason",
-        CLOCK_COLUMN,
+        clock_of(decoded).alias(CLOCK_COLUMN),
     )
 
 

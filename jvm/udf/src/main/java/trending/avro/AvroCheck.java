@@ -18,6 +18,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class AvroCheck implements UDF1<byte[], String> {
   private static final long serialVersionUID = 1L;
+  private static final Schema MAP_KEY = Schema.create(Schema.Type.STRING);
 
   private final String schemaJson;
   private final int headerBytes;
@@ -128,7 +129,7 @@ public final class AvroCheck implements UDF1<byte[], String> {
         }
         for (long i = 0; i < count; i++) {
           if (map) {
-            datum(Schema.create(Schema.Type.STRING), field);
+            datum(MAP_KEY, field);
           }
           datum(item, field);
         }
