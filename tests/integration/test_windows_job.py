@@ -16,6 +16,7 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -28,8 +29,9 @@ import pytest
 
 from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics
-from tests.support.jobs import kill_after, run_to_end
+from tests.support.jobs import kill_after, kill_group, run_to_end, start_job, wait_logged
 from tests.support.kafka import read_all
+from tests.support.spark_cluster import cluster_env
 
 pytestmark = pytest.mark.integration
 T0 = 1_700_000_000_000
@@ -312,5 +314,48 @@ def test_a_killed_driver_restarts_exactly(kafka_bootstrap: str, tmp_path: Path) 
     kill_after(command, r"batch 2: \d+ events")
     stderr = run_to_end(command)
     assert re.search(r"windows job stopped: \d+ micro-batches", stderr)
+    assert re.search(r"its owner pid \d+ on host .* is gone: taking over", stderr)
     assert topics.letters(topics.late) == []
     assert topics.rows() == snapshot_sums(lines)
+
+
+def test_one_process_per_checkpoint_and_a_stalled_owner_is_fenced(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A second job on a running job's checkpoint refuses to start; once the owner stalls
+    (SIGSTOP) past --lease-timeout a new job takes over and finishes, and the stalled owner,
+    resumed, stops without writing: the output equals the oracle, nothing twice."""
+    topics = Topics(kafka_bootstrap)
+    lines = make_lines(keys=4, events=900, seed=53)
+    produce_lines(topics, lines, tmp_path)
+    spec = tmp_path / "snapshot.json"
+    spec.write_text(json.dumps({"kind": "snapshot", "aggregate": "sum"}))
+    command = [
+        sys.executable, "-m", "trending.cli", "run", "windows", str(spec),
+        "--checkpoint", f"file://{tmp_path}/checkpoint", "--lateness", f"{LATENESS_MS}ms",
+        "--max-offsets-per-trigger", "120", "--trigger", "500ms", "--lease-timeout", "3s",
+        *topics.flags(),
+    ]  # fmt: skip
+    owner, owner_log = start_job(command)
+    try:
+        wait_logged(owner_log, r"batch 1: \d+ events")
+        second = subprocess.run(
+            [*command, "--available-now"], capture_output=True, text=True, timeout=300,
+            env=cluster_env(), check=False,
+        )  # fmt: skip
+        assert second.returncode != 0
+        assert f"is in use by pid {owner.pid} on host" in second.stderr, second.stderr[-3000:]
+        assert owner.poll() is None, "the owner must keep running"
+
+        os.killpg(owner.pid, signal.SIGSTOP)
+        stderr = run_to_end([*command, "--available-now"])
+        assert f"no heartbeat from pid {owner.pid}" in stderr
+        os.killpg(owner.pid, signal.SIGCONT)
+        assert owner.wait(120) != 0
+        wait_logged(owner_log, r"was taken over", timeout=10)
+    finally:
+        kill_group(owner)
+    assert topics.letters(topics.late) == []
+    assert topics.rows() == snapshot_sums(lines)
+    again = run_to_end([*command, "--available-now"])  # released on exit: taken at once
+    assert "checkpoint lease" not in again

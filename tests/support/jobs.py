@@ -1,12 +1,15 @@
-"""Running a job's CLI as a subprocess: to its end, or SIGKILLed at a logged point."""
+"""Running a job's CLI as a subprocess: to its end, in the background, or SIGKILLed at a
+logged point."""
 
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import subprocess
 import threading
+import time
 
 from tests.support.spark_cluster import cluster_env
 
@@ -19,29 +22,74 @@ def run_to_end(command: list[str]) -> str:
     return result.stderr
 
 
-def kill_after(command: list[str], logged: str) -> str:
-    """Start the job, SIGKILL its whole process group (Python driver and JVM) once it has
-    logged a line matching ``logged``; return what it logged."""
+def start_job(command: list[str]) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start a job in its own process group (driver and JVM: signal them with ``os.killpg``);
+    its stderr lines are collected in the returned list as they come."""
     process = subprocess.Popen(
         command, stderr=subprocess.PIPE, text=True, env=cluster_env(), start_new_session=True
     )
-    assert process.stderr is not None
     lines: list[str] = []
-    reached = threading.Event()
 
     def read() -> None:
         assert process.stderr is not None
         for line in process.stderr:
             lines.append(line)
-            if re.search(logged, line):
-                reached.set()
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert reached.wait(300), "the job did not reach the kill point:\n" + "".join(lines)[-4000:]
-    finally:
+    threading.Thread(target=read, daemon=True).start()
+    return process, lines
+
+
+def wait_logged(
+    lines: list[str],
+    pattern: str,
+    timeout: float = 300,
+    process: subprocess.Popen[str] | None = None,
+) -> bool:
+    """Wait until a line matching ``pattern`` was logged: True; False when ``process`` ended
+    first with exit code 0. Fails with the log when it ended otherwise or time ran out."""
+    deadline = time.monotonic() + timeout
+    while not any(re.search(pattern, line) for line in list(lines)):
+        if process is not None and process.poll() is not None:
+            assert process.returncode == 0, "".join(lines)[-4000:]
+            return False
+        assert time.monotonic() < deadline, f"{pattern!r} not logged:\n" + "".join(lines)[-4000:]
+        time.sleep(0.1)
+    return True
+
+
+def kill_group(process: subprocess.Popen[str]) -> None:
+    """SIGKILL a job started by :func:`start_job` (driver and JVM) and reap it."""
+    if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)
-        process.wait(60)
-        reader.join(10)
+    process.wait(60)
+
+
+def kill_after(command: list[str], logged: str) -> str:
+    """Start the job, SIGKILL its whole process group (Python driver and JVM) once it has
+    logged a line matching ``logged``; return what it logged."""
+    process, lines = start_job(command)
+    try:
+        wait_logged(lines, logged)
+    finally:
+        kill_group(process)
     return "".join(lines)
+
+
+def crash_and_restart(command: list[str], seed: int, kills: int = 5) -> tuple[int, str]:
+    """Run an ``--available-now`` job to its end through ``kills`` SIGKILLs at seeded random
+    points (each run is killed a random 0-4 s after it logged its first batch, Python driver and
+    JVM at once), each followed by a restart from the checkpoint. Returns how many runs were
+    killed before the job ended and the log of its last run."""
+    rng = random.Random(seed)
+    killed = 0
+    for _ in range(kills):
+        process, lines = start_job(command)
+        try:
+            if not wait_logged(lines, r"batch \d+: ", process=process):
+                return killed, "".join(lines)  # ended before its kill point
+            time.sleep(rng.uniform(0, 4))
+            if process.poll() is None:
+                killed += 1
+        finally:
+            kill_group(process)
+    return killed, run_to_end(command)

@@ -23,6 +23,7 @@ from trending.durations import (
     parse_optional_duration_ms,
 )
 from trending.errors import UserError
+from trending.lease import DEFAULT_TIMEOUT_S as DEFAULT_LEASE_TIMEOUT_S
 from trending.metrics import add_metrics_arguments
 
 if TYPE_CHECKING:
@@ -225,6 +226,14 @@ def _add_spark_arguments(
         "new job",
     )
     spark.add_argument(
+        "--lease-timeout",
+        type=_duration,
+        default=f"{DEFAULT_LEASE_TIMEOUT_S:g}s",
+        help="one process per checkpoint: a job that finds the checkpoint's owner alive refuses "
+        "to start; an owner gone from this host is taken over at once, one elsewhere after this "
+        "long without its heartbeat",
+    )
+    spark.add_argument(
         "--shuffle-partitions",
         type=int,
         default=None,
@@ -338,6 +347,7 @@ def _job_settings(
         "spark_conf": parse_kafka_options(args.conf, "--conf"),
         "max_future_skew_ms": args.max_future_skew,
         "max_past_skew_ms": args.max_past_skew,
+        "lease_timeout_s": args.lease_timeout / 1000,
     }
 
 
@@ -464,15 +474,17 @@ def _serve(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    while query.isActive and not stop.is_set():
+    while query.isActive and not stop.is_set() and processor.lease_lost is None:
         query.awaitTermination(1)
-    if stop.is_set():
+    if stop.is_set() or processor.lease_lost is not None:
         query.stop()
     exception = query.exception()
-    ended = not stop.is_set() and exception is None
+    ended = not stop.is_set() and exception is None and processor.lease_lost is None
     if last or not ended:
         _stop(spark, processor, monitoring)
     print(f"trending: {job} job stopped: {summarize(processor.history)}", file=sys.stderr)
+    if processor.lease_lost is not None:
+        raise processor.lease_lost
     if exception is not None and not stop.is_set():
         raise UserError(f"the streaming query failed: {exception}")
     return ended

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from connectors.transactions import TransactionalBatchWriter
 from trending.errors import UserError
+from trending.lease import DEFAULT_TIMEOUT_S, CheckpointLease, LeaseLost
 from trending.spark.clock import DEFAULT_MAX_FUTURE_MS, ClockSkew
 from trending.spark.session import PROVIDER_CONF, ROCKSDB_PROVIDER
 
@@ -47,6 +48,8 @@ class CommittedBatches(Generic[S]):
     history: list[S]
     observers: list[Callable[[S, Any], None]]
     repair: str | None = None  # what settling the checkpoint did, if anything
+    lease: CheckpointLease | None = None  # this process's ownership of the checkpoint
+    lease_lost: LeaseLost | None = None  # set by the lease's heartbeat when taken over
 
     def _new_stats(self, batch_id: int) -> S:
         raise NotImplementedError
@@ -68,12 +71,16 @@ class CommittedBatches(Generic[S]):
             log.warning("checkpoint: %s", self.repair)
 
     def close(self) -> None:
-        """Release the job's Kafka clients; call once the query has stopped."""
+        """Release the job's Kafka clients and its checkpoint; call once the query stopped."""
         self.writer.close()
+        if self.lease is not None:
+            self.lease.release()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         stats = self._new_stats(batch_id)
+        if self.lease is not None:
+            self.lease.check()  # a process whose checkpoint was taken over writes nothing
         if batch_id <= self.writer.last_committed:
             stats.skipped = True  # replayed after a crash: its output is already committed
         else:
@@ -115,6 +122,7 @@ class JobSettings:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     max_future_skew_ms: int | None = DEFAULT_MAX_FUTURE_MS  # see trending.spark.clock
     max_past_skew_ms: int | None = None
+    lease_timeout_s: float = DEFAULT_TIMEOUT_S  # see trending.lease
 
     @property
     def clock_skew(self) -> ClockSkew:
@@ -148,19 +156,32 @@ def open_job(
     settings: Mapping[str, Any],
     build: Callable[[str, TransactionalBatchWriter], P],
 ) -> P:
-    """Claim ``checkpoint`` for ``job`` with ``settings``, fence the previous writer of its
-    output (a new transactional producer), then ``build(job_id, writer)`` the processor and
-    settle the checkpoint with the output committed last."""
-    job_id = checkpoint.claim(job, settings)
-    writer = TransactionalBatchWriter(
-        config.bootstrap, f"trending-{job}-{job_id}", config.kafka_options
-    )
+    """Take the lease on ``checkpoint`` (one process per checkpoint), claim it for ``job``
+    with ``settings``, fence the previous writer of its output (a new transactional producer),
+    then ``build(job_id, writer)`` the processor and settle the checkpoint with the output
+    committed last. The lease beats until the processor is closed."""
+    lease = checkpoint.lease(config.lease_timeout_s)
+    lease.acquire()
+    writer: TransactionalBatchWriter | None = None
     try:
+        job_id = checkpoint.claim(job, settings)
+        writer = TransactionalBatchWriter(
+            config.bootstrap, f"trending-{job}-{job_id}", config.kafka_options
+        )
         processor = build(job_id, writer)
+        processor.lease = lease
         processor.settle_checkpoint()
     except BaseException:
-        writer.close()
+        if writer is not None:
+            writer.close()
+        lease.release()
         raise
+
+    def on_lost(lost: LeaseLost) -> None:
+        log.error("checkpoint lease: %s", lost)
+        processor.lease_lost = lost
+
+    lease.start_heartbeat(on_lost)
     return processor
 
 

@@ -4,6 +4,7 @@ Layout under the ``--checkpoint`` location (``/dir``, ``file:///dir``, ``hdfs://
 ``s3a://...``)::
 
     trending-job.json   which job owns the checkpoint and with which window settings
+    lease/              which process runs the job now (:mod:`trending.lease`)
     spark/              the streaming query's own checkpoint (offsets, commits, state store)
     sensor-state/       the sensor job's state stores (pending events, window index, cells)
 
@@ -22,12 +23,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from trending.errors import UserError
+from trending.lease import DEFAULT_TIMEOUT_S, CheckpointLease
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 IDENTITY_FILE = "trending-job.json"
 QUERY = "spark"
+LEASE = "lease"
 _JAVA_CLASS = "trending.state.CheckpointFiles"
 
 
@@ -51,6 +54,10 @@ class JobCheckpoint:
     def child_location(self, name: str) -> str:
         """The URI of ``name`` under the checkpoint (e.g. a job's own state stores)."""
         return str(self._files.uri(name))
+
+    def lease(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> CheckpointLease:
+        """The lease that makes this process the checkpoint's one owner (not yet taken)."""
+        return CheckpointLease(_LeaseFolder(self._files, self.uri), timeout_s)
 
     def recorded_settings(self) -> dict[str, Any] | None:
         """The settings the checkpoint was claimed with, or None for a new checkpoint."""
@@ -105,6 +112,31 @@ class JobCheckpoint:
             "replaced or belongs to another cluster; start over with a new --checkpoint "
             "(nothing was deleted)"
         )
+
+
+class _LeaseFolder:
+    """The checkpoint's ``lease/`` folder as :class:`trending.lease.LeaseStorage`, on Hadoop
+    (``location`` names the checkpoint in messages)."""
+
+    def __init__(self, files: Any, location: str) -> None:
+        self._files = files
+        self.location = location
+
+    def read(self, name: str) -> str | None:
+        text = self._files.readText(f"{LEASE}/{name}")
+        return None if text is None else str(text)
+
+    def create(self, name: str, text: str) -> bool:
+        return bool(self._files.createExclusively(f"{LEASE}/{name}", text))
+
+    def write(self, name: str, text: str) -> None:
+        self._files.writeText(f"{LEASE}/{name}", text)
+
+    def names(self) -> list[str]:
+        return [str(name) for name in self._files.list(LEASE)]
+
+    def delete(self, name: str) -> None:
+        self._files.delete(f"{LEASE}/{name}")
 
 
 def _check_same(

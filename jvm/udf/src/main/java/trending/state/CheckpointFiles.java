@@ -1,10 +1,17 @@
 package trending.state;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
@@ -23,13 +30,15 @@ public final class CheckpointFiles {
   private final SparkSession spark;
   private final Path root;
   private final CheckpointFileManager files;
+  private final FileSystem fs;
 
   public CheckpointFiles(SparkSession spark, String location) {
     this.spark = spark;
     Configuration conf = spark.sparkContext().hadoopConfiguration();
     Path path = new Path(location);
     try {
-      this.root = path.getFileSystem(conf).makeQualified(path);
+      this.fs = path.getFileSystem(conf);
+      this.root = fs.makeQualified(path);
     } catch (IOException e) {
       throw new IllegalArgumentException("cannot use checkpoint location " + location + ": " + e, e);
     }
@@ -58,6 +67,63 @@ public final class CheckpointFiles {
     try (OutputStream out = files.createAtomic(new Path(root, child), false)) {
       out.write(text.getBytes(StandardCharsets.UTF_8));
     }
+  }
+
+  /** Replaces {@code child} with {@code text}, whole or not at all. */
+  public void writeText(String child, String text) throws IOException {
+    try (OutputStream out = files.createAtomic(new Path(root, child), true)) {
+      out.write(text.getBytes(StandardCharsets.UTF_8));
+    }
+  }
+
+  /**
+   * Creates {@code child} with {@code text} unless it exists, atomically: of two callers racing
+   * for one name exactly one gets true. A local file is linked into place (link(2) fails when
+   * the name exists); elsewhere the store's create-if-absent is used (atomic on HDFS and ABFS;
+   * through S3A it is a check then a write).
+   */
+  public boolean createExclusively(String child, String text) throws IOException {
+    Path path = new Path(root, child);
+    fs.mkdirs(path.getParent());
+    byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+    if ("file".equals(root.toUri().getScheme())) {
+      java.nio.file.Path target = Paths.get(path.toUri());
+      java.nio.file.Path draft = Files.createTempFile(target.getParent(), ".draft-", ".tmp");
+      try {
+        Files.write(draft, bytes);
+        Files.createLink(target, draft);
+        return true;
+      } catch (java.nio.file.FileAlreadyExistsException e) {
+        return false;
+      } finally {
+        Files.deleteIfExists(draft);
+      }
+    }
+    try (FSDataOutputStream out = fs.create(path, false)) {
+      out.write(bytes);
+      return true;
+    } catch (FileAlreadyExistsException e) {
+      return false;
+    }
+  }
+
+  /** The names of the files in folder {@code child} (none when it does not exist). */
+  public String[] list(String child) throws IOException {
+    try {
+      FileStatus[] statuses = fs.listStatus(new Path(root, child));
+      String[] names = new String[statuses.length];
+      for (int i = 0; i < statuses.length; i++) {
+        names[i] = statuses[i].getPath().getName();
+      }
+      return names;
+    } catch (FileNotFoundException e) {
+      return new String[0];
+    }
+  }
+
+  /** Deletes file {@code child} if it exists. */
+  public void delete(String child) throws IOException {
+    fs.delete(new Path(root, child), false);
   }
 
   /** The newest batch id in Spark's offset log under {@code query}, or -1. */
