@@ -7,6 +7,7 @@ repeatable ``--kafka-option KEY=VALUE`` flags and are passed to every client unc
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import time
 import uuid
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 
 from trending.errors import UserError
@@ -25,6 +27,7 @@ Config = dict[str, Any]
 KeyValue = tuple[bytes | None, bytes]
 Routed = tuple[bytes | None, bytes, int]
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class DeliveryError(RuntimeError):
@@ -143,6 +146,25 @@ def _wait_for_leaders(client: AdminClient, topics: list[str], timeout: float) ->
         if time.monotonic() > deadline:
             raise UserError(f"topics have no leader after {timeout:.0f} s: {', '.join(pending)}")
         time.sleep(0.1)
+
+
+def topic_max_message_bytes(
+    bootstrap: str, topics: list[str], extra: Mapping[str, str] | None = None
+) -> dict[str, int]:
+    """Each topic's ``max.message.bytes``; a topic whose configuration cannot be read (missing,
+    or no DescribeConfigs permission) is left out."""
+    client = admin(bootstrap, extra)
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, topic) for topic in topics]
+    limits: dict[str, int] = {}
+    for resource, future in client.describe_configs(resources, request_timeout=30).items():
+        try:
+            entry = future.result(30).get("max.message.bytes")
+        except KafkaException as error:
+            log.warning("cannot read the configuration of topic %s: %s", resource.name, error)
+            continue
+        if entry is not None and entry.value is not None:
+            limits[resource.name] = int(entry.value)
+    return limits
 
 
 def partition_count(bootstrap: str, topic: str, extra: Mapping[str, str] | None = None) -> int:

@@ -18,8 +18,11 @@ A batch Spark replays after a crash is recognised and skipped, and readers with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import math
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -27,7 +30,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from connectors.kafka import client_config, ensure_topics
+from connectors.kafka import client_config, ensure_topics, topic_max_message_bytes
 from trending.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,18 @@ class OutRecord:
     topic: str
     key: bytes | None
     value: bytes | None
+
+
+RETRY_TIMEOUT_S = 300.0  # how long a batch is sent again after transient Kafka errors
+RETRY_FIRST_PAUSE_S, RETRY_MAX_PAUSE_S = 1.0, 30.0
+TXN_STEP_TIMEOUT_S = 60.0  # each of flush, send offsets, commit, abort
+RECORD_OVERHEAD = 128  # a record's bytes beyond key and value in its batch, with a margin
+
+
+def record_size(record: OutRecord) -> int:
+    """The bytes ``record`` takes against a topic's ``max.message.bytes`` (uncompressed: a
+    bound, so a record judged to fit always does)."""
+    return len(record.key or b"") + len(record.value or b"") + RECORD_OVERHEAD
 
 
 @dataclass(frozen=True)
@@ -109,11 +124,43 @@ class TransactionalBatchWriter:
         self.commits_topic = commits_topic
         self._bootstrap, self._extra = bootstrap, dict(extra or {})
         ensure_topics(bootstrap, [commits_topic], partitions=1, extra=extra, config=_COMMITS_CONFIG)
-        self._producer = Producer(producer_config(bootstrap, transactional_id, extra))
+        self.retry_timeout_s = RETRY_TIMEOUT_S
+        self._config = producer_config(bootstrap, transactional_id, extra)
         self._closed = False
-        self._producer.init_transactions(60)  # fences and aborts a crashed predecessor
+        self._abandoned: list[Producer] = []  # producers with a call that never returned
+        self._producer = self._new_producer()  # fences and aborts a crashed predecessor
         self._group = Consumer(self._consumer_config(transactional_id, "read_committed"))
         self.committed = self._read_committed()
+        self._producer_limit = int(self._config["message.max.bytes"])
+        self._limits: dict[str, tuple[int, float]] = {}  # topic: limit, valid until
+        self.skipped_oversized = 0  # records too large for their topic, not published
+
+    def _new_producer(self) -> Producer:
+        """A producer under this transactional id, initialised: the broker aborts any open
+        transaction of an earlier producer under the id and fences it for good."""
+        producer = Producer(self._config)
+        _retrying(lambda: producer.init_transactions(TXN_STEP_TIMEOUT_S), self.retry_timeout_s)
+        return producer
+
+    def _renew_producer(self) -> None:
+        """Replace the producer after a transient failure: librdkafka can stay stuck on a
+        coordinator that went away (a restarted broker), where a new client is not."""
+        old = self._producer
+        if old not in self._abandoned:
+            with contextlib.suppress(KafkaException):
+                old.purge()
+                self._bounded("close", old, old.close, TXN_STEP_TIMEOUT_S)
+        self._producer = self._new_producer()
+
+    def limit_of(self, topic: str) -> int:
+        """The largest record ``topic`` accepts from this producer: read once per topic; while
+        it cannot be read (broker away, no permission), the producer's own limit for a minute."""
+        limit, until = self._limits.get(topic, (0, 0.0))
+        if until < time.monotonic():
+            read = topic_max_message_bytes(self._bootstrap, [topic], self._extra).get(topic)
+            limit = min(read or self._producer_limit, self._producer_limit)
+            self._limits[topic] = (limit, math.inf if read else time.monotonic() + 60)
+        return limit
 
     @property
     def last_committed(self) -> int:
@@ -122,16 +169,47 @@ class TransactionalBatchWriter:
 
     def write_batch(self, batch_id: int, records: Iterable[OutRecord], state: Any = None) -> int:
         """Publish ``records``, ``state`` and the marker of ``batch_id`` in one transaction;
-        returns how many records were sent.
+        returns how many records were sent. A record too large for its topic is left out and
+        counted in ``skipped_oversized``.
 
-        Raises on any delivery failure (the transaction is aborted, nothing becomes visible).
+        A transient Kafka error (a broker down, stalled or restarted, a leader moving) ends
+        the transaction; a new producer under the same id fences the old one and aborts what it
+        left open, and the batch is sent again, with backoff, for up to ``retry_timeout_s`` --
+        unless its marker shows the commit went through after all (a commit whose answer was
+        lost). Raises on any other failure, or when that time has passed; nothing becomes
+        visible.
         """
-        failures: list[str] = []
+        batch = [record for record in records if self._fits(batch_id, record)]
+        deadline, pause = time.monotonic() + self.retry_timeout_s, RETRY_FIRST_PAUSE_S
+        while True:
+            try:
+                self._transact(batch_id, batch, state)
+                break
+            except KafkaException as error:
+                if not transient(error) or time.monotonic() + pause > deadline:
+                    raise
+                log.warning(
+                    "batch %d: transient Kafka error, sent again in %.0f s: %s",
+                    batch_id,
+                    pause,
+                    error,
+                )
+                time.sleep(pause)
+                pause = min(pause * 2, RETRY_MAX_PAUSE_S)
+                self._renew_producer()
+                if self._read_committed().batch_id >= batch_id:
+                    log.warning("batch %d: its commit did succeed; not sent again", batch_id)
+                    break
+        self.committed = Committed(batch_id, state)
+        return len(batch)
+
+    def _transact(self, batch_id: int, batch: list[OutRecord], state: Any) -> None:
+        failures: list[KafkaError] = []
         state_at: list[TopicPartition] = []
 
         def on_delivery(error: KafkaError | None, _message: Message[bytes, bytes]) -> None:
             if error is not None:
-                failures.append(str(error))
+                failures.append(error)
 
         def on_state(error: KafkaError | None, message: Message[bytes, bytes]) -> None:
             on_delivery(error, message)
@@ -144,32 +222,92 @@ class TransactionalBatchWriter:
         producer = self._producer
         producer.begin_transaction()
         try:
-            sent = 0
-            for record in records:
+            for record in batch:
                 self._produce(record.topic, record.key, record.value, on_delivery)
-                sent += 1
             value = json.dumps({"batch": batch_id, "state": state}, separators=(",", ":"))
             key = self.transactional_id.encode()
             self._produce(self.commits_topic, key, value.encode(), on_state)
-            producer.flush(120)
+            undelivered = producer.flush(TXN_STEP_TIMEOUT_S)
             if failures:
-                raise KafkaException(f"{len(failures)} records failed: {failures[0]}")
-            metadata = self._group.consumer_group_metadata()
-            producer.send_offsets_to_transaction(state_at, metadata, 60)
-            producer.commit_transaction(120)
-        except BaseException:
-            producer.abort_transaction(60)
+                log.error("batch %d: %d records failed: %s", batch_id, len(failures), failures[0])
+                raise KafkaException(failures[0])
+            if undelivered:
+                raise KafkaException(
+                    KafkaError(KafkaError._MSG_TIMED_OUT, f"{undelivered} records undelivered")
+                )
+            metadata, step = self._group.consumer_group_metadata(), TXN_STEP_TIMEOUT_S
+            self._bounded(
+                "send_offsets_to_transaction", producer,
+                lambda: producer.send_offsets_to_transaction(state_at, metadata, step),
+            )  # fmt: skip
+            self._bounded(
+                "commit_transaction", producer,
+                lambda: producer.commit_transaction(TXN_STEP_TIMEOUT_S),
+            )  # fmt: skip
+        except KafkaException as error:
+            if not transient(error):  # a transient failure renews the producer instead
+                self._bounded(
+                    "abort_transaction", producer,
+                    lambda: producer.abort_transaction(TXN_STEP_TIMEOUT_S),
+                )  # fmt: skip
             raise
-        self.committed = Committed(batch_id, state)
-        return sent
+
+    def _bounded(
+        self,
+        what: str,
+        producer: Producer,
+        call: Callable[[], object],
+        timeout: float = TXN_STEP_TIMEOUT_S,
+    ) -> None:
+        """``call()`` on ``producer`` in a thread, given ``timeout`` (the call's own) and a
+        margin to return: librdkafka's coordinator requests can ignore their timeout and hang
+        when the coordinator went away (librdkafka issue 5456). A call that does not return is
+        a transient error, and its producer is abandoned, never touched again."""
+        done, raised = threading.Event(), []
+
+        def run() -> None:
+            try:
+                call()
+            except BaseException as error:  # handed to the caller's thread
+                raised.append(error)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name=f"kafka-{what}", daemon=True).start()
+        if not done.wait(timeout + 10):
+            self._abandoned.append(producer)
+            log.warning(
+                "%s: %s never returned; its producer is abandoned", self.transactional_id, what
+            )
+            message = f"{what} did not return within {timeout:.0f} s"
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, message, retriable=True))
+        if raised:
+            raise raised[0]
+
+    def _fits(self, batch_id: int, record: OutRecord) -> bool:
+        if record_size(record) <= self.limit_of(record.topic):
+            return True
+        self._skip_oversized(batch_id, record)
+        return False
+
+    def _skip_oversized(self, batch_id: int, record: OutRecord) -> None:
+        self.skipped_oversized += 1
+        log.error(
+            "batch %d: a record of %d bytes is too large for topic %s (accepts %d): not published",
+            batch_id,
+            record_size(record),
+            record.topic,
+            self.limit_of(record.topic),
+        )
 
     def close(self) -> None:
         """Flush and release the producer (its connections and threads); idempotent."""
         if self._closed:
             return
         self._closed = True
-        self._producer.flush(30)
-        self._producer.close()
+        if self._producer not in self._abandoned:
+            self._producer.flush(30)
+            self._producer.close()
         self._group.close()
 
     def _produce(
@@ -225,6 +363,35 @@ def _retrying(call: Callable[[], T], timeout: float = 90.0) -> T:
             log.info("retrying after %s", cause)
             time.sleep(pause)
             pause = min(pause * 2, 2.0)
+
+
+def transient(error: KafkaException) -> bool:
+    """Whether sending a batch again may succeed: a retriable or abortable Kafka error, not a
+    fatal one (this producer fenced by a newer instance) nor a permanent one (a record too
+    large, no permission)."""
+    cause = error.args[0] if error.args else None
+    if not isinstance(cause, KafkaError) or cause.fatal() or cause.code() in _PERMANENT_ERRORS:
+        return False
+    return bool(cause.retriable() or cause.txn_requires_abort() or cause.code() in _DELIVERY_ERRORS)
+
+
+_PERMANENT_ERRORS = {
+    KafkaError.MSG_SIZE_TOO_LARGE,
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    KafkaError.INVALID_RECORD,
+}
+_DELIVERY_ERRORS = {  # a delivery that failed for lack of a broker; the transaction is aborted
+    KafkaError._MSG_TIMED_OUT,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.NOT_ENOUGH_REPLICAS,
+    KafkaError.REQUEST_TIMED_OUT,
+}
 
 
 _COORDINATOR_ERRORS = {

@@ -59,7 +59,9 @@ DEAD_REASONS = {  # the reasons of connectors.spark_kafka.decode_avro, as short 
 }
 MALFORMED_AVRO = "malformed_avro"  # the other reasons of trending.avro.AvroCheck
 INVALID_UTF8 = "invalid_utf8"
+OVERSIZED = "oversized"  # too large for its topic: trending.jobs.letters
 OTHER_REASON = "other"
+DEAD_LABELS = (*DEAD_REASONS.values(), MALFORMED_AVRO, INVALID_UTF8, OVERSIZED, OTHER_REASON)
 LATE_REASONS = ("windows_final", "behind_watermark")  # hashtags; sensors and temporal windows
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 ROW_BUCKETS = (0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
@@ -203,7 +205,7 @@ class Metrics:
             self.batch_phase.labels("spark", phase)
         for phase in JOB_PHASES:
             self.batch_phase.labels("job", phase)
-        for reason in (*DEAD_REASONS.values(), MALFORMED_AVRO, INVALID_UTF8, OTHER_REASON):
+        for reason in DEAD_LABELS:
             self.dead_letters.labels(reason)
         for reason in LATE_REASONS:
             self.late_records.labels(reason)
@@ -287,6 +289,8 @@ def dead_reason_label(reason: str | None) -> str:
         return INVALID_UTF8
     if _AVRO_CHECK.search(text):
         return MALFORMED_AVRO
+    if text.startswith(f"{OVERSIZED}: "):
+        return OVERSIZED
     return OTHER_REASON
 
 

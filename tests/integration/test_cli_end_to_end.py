@@ -10,14 +10,13 @@ import random
 import subprocess
 import sys
 import uuid
-from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from trending.text.hashtags import hashtag_keys
+from tests.support.hashtags import independent_finals
 
 pytestmark = pytest.mark.integration
 
@@ -55,24 +54,6 @@ def write_jsonl(path: Path, count: int) -> list[dict[str, Any]]:
                 )
             out.write(json.dumps(line) + "\n")
     return tweets
-
-
-def independent_finals(
-    tweets: list[dict[str, Any]], size: int, hop: int, lateness: int
-) -> dict[int, list[tuple[str, int]]]:
-    watermark = max(t["created_at"] for t in tweets) - lateness
-    counts: dict[int, Counter[str]] = {}
-    for tweet in tweets:
-        t = tweet["created_at"]
-        start = t - t % hop
-        while start > t - size:
-            counts.setdefault(start, Counter()).update(hashtag_keys(tweet["text"]))
-            start -= hop
-    return {
-        start: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
-        for start, c in counts.items()
-        if c and start + size <= watermark
-    }
 
 
 def test_replay_run_consume_matches_an_independent_count(

@@ -295,6 +295,43 @@ def test_a_tweet_from_a_bad_clock_is_dead_lettered_and_moves_no_watermark(
     assert sorted(codec.decode(d["value"])["id"] for d in letters) == [90_001, 90_002]
 
 
+def test_records_too_large_for_their_topic_become_dead_letters_cut_to_fit(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """The late and dead-letter topics accept 20 kB; a late tweet and a malformed record of
+    100 kB would fail every retry of their batch. Both become dead letters whose value is the
+    start of the record, with its size, topic, partition and offset; all else is exact."""
+    job = Job(kafka_bootstrap, tmp_path)
+    small = {"max.message.bytes": "20000"}
+    ensure_topics(kafka_bootstrap, [job.topics["late"], job.topics["dlq"]], 1, config=small)
+    first, second = make_tweets(2_000, seed=21), make_tweets(2_000, seed=22, start_index=2_000)
+    produce(kafka_bootstrap, job.topics["tweets"], first)
+    job.run(spark)
+    big_late = {"id": 99_001, "user": "late", "text": "#big " + "x" * 100_000,
+                "created_at": BASE_MS, "lang": None}  # fmt: skip
+    trailing = AvroCodec("tweet").encode({**big_late, "id": 99_002}) + b"\0" * 10
+    produce(kafka_bootstrap, job.topics["tweets"], [*second, big_late], extra=(trailing,))
+    processor = job.run(spark)
+    assert sum(s.dead for s in processor.history) == 2
+    assert sum(s.late for s in processor.history) == 0
+    tweets = first + second
+    assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
+    assert job.records("late") == []
+    produced = {r.key: r for r in read_all(kafka_bootstrap, job.topics["tweets"])}
+    letters = [AvroCodec("dead_letter").decode(r.value) for r in read_all(
+        kafka_bootstrap, job.topics["dlq"])]  # fmt: skip
+    assert sorted(d["key"] for d in letters) == [b"99001", b"bad"]
+    for letter in letters:
+        source = produced[letter["key"]]
+        assert source.value is not None and len(source.value) > 100_000
+        assert (letter["topic"], letter["partition"], letter["offset"]) == (
+            job.topics["tweets"], source.partition, source.offset,
+        )  # fmt: skip
+        assert letter["value_size"] == len(source.value)
+        assert source.value.startswith(letter["value"]) and 15_000 < len(letter["value"]) < 20_000
+        assert letter["reason"].startswith("oversized: ")
+
+
 def test_a_past_skew_bound_dead_letters_older_tweets(
     kafka_bootstrap: str, spark: Any, tmp_path: Path
 ) -> None:

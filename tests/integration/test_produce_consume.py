@@ -103,7 +103,7 @@ def test_consume_decodes_dead_letters_and_readable_lines(
     ensure_topics(kafka_bootstrap, [topic], partitions=1)
     letter = {
         "topic": "tweets", "partition": 1, "offset": 7, "key": None, "value": b"\xff",
-        "reason": "bad avro", "failed_at": START,
+        "reason": "bad avro", "failed_at": START, "value_size": None,
     }  # fmt: skip
     sink = producer(kafka_bootstrap)
     sink.produce(topic, AvroCodec("dead_letter").encode(letter))

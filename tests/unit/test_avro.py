@@ -54,6 +54,7 @@ DEAD = {
     "value": b"\x00\xff",
     "reason": "not a valid Avro value",
     "failed_at": 1_700_000_000_000,
+    "value_size": 3_000_000,
 }
 
 

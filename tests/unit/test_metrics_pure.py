@@ -218,6 +218,8 @@ def test_query_status_and_reasons() -> None:
     assert value(metrics, "trending_query_status", state="failed") == 1
     assert dead_reason_label("empty value") == "empty_value"
     assert dead_reason_label("something new") == "other"
+    oversized = "oversized: 9000 bytes as a record of t, which accepts 10; value cut to fit"
+    assert dead_reason_label(oversized) == "oversized"
 
 
 def test_metrics_flags() -> None:

@@ -30,6 +30,7 @@ from trending.jobs.common import (
     open_job,
     triggered,
 )
+from trending.jobs.letters import Origin, SideOutput
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.hashtag_state import (
     LATE,
@@ -154,15 +155,11 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
         stats.phases["windows"] = time.monotonic() - clock
         clock = time.monotonic()
         records = list(self._topk_records(updates))
-        topic = self.config.input_topic
+        aside = self._side_output()
         for kind, partition, offset, key, value, reason in side:
-            if kind == LATE:
-                stats.late += 1
-                records.append(OutRecord(self.config.late_topic, key, value))
-            else:
-                stats.dead += 1
-                stats.dead_reasons[reason] = stats.dead_reasons.get(reason, 0) + 1
-                records.append(self._dead_letter(topic, partition, offset, key, value, reason))
+            origin = Origin(self.config.input_topic, partition, offset, key, value)
+            route = aside.late if kind == LATE else aside.dead
+            records.append(route(origin, reason, stats))
         stats.tweets = on_time + len(side)
         stats.revisions = sum(not u.is_final for u in updates)
         stats.finals = len(updates) - stats.revisions
@@ -188,25 +185,13 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
             )
             yield OutRecord(self.config.output_topic, str(update.window.start).encode(), value)
 
-    def _dead_letter(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        key: bytes | None,
-        value: bytes | None,
-        reason: str,
-    ) -> OutRecord:
-        letter = {
-            "topic": topic,
-            "partition": partition,
-            "offset": offset,
-            "key": key,
-            "value": value,
-            "reason": reason,
-            "failed_at": int(time.time() * 1000),
-        }
-        return OutRecord(self.config.dead_letter_topic, key, self.dead_codec.encode(letter))
+    def _side_output(self) -> SideOutput:
+        """Late tweets go out as they came; dead letters in their envelope."""
+        config = self.config
+        return SideOutput(
+            config.late_topic, config.dead_letter_topic, self.dead_codec, None,
+            self.writer.limit_of,
+        )  # fmt: skip
 
 
 def open_processor(spark: SparkSession, config: HashtagJobConfig) -> HashtagBatchProcessor:

@@ -39,6 +39,7 @@ from trending.jobs.common import (
     open_job,
     triggered,
 )
+from trending.jobs.letters import Origin, SideOutput
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.clock import with_batch_clock
 from trending.spark.sensor_steps import (
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+ORIGIN_COLUMNS = ("topic", "partition", "offset", "key", "value")
 log = logging.getLogger(__name__)
 STATE_LAYOUT = "sensor-cells-1"  # jvm/udf/src/main/java/trending/sensors
 STATE_FOLDER = "sensor-state"
@@ -274,29 +276,18 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
 
     def _side_records(self, table: Any, stats: SensorBatchStats) -> Iterator[OutRecord]:
         columns = {name: table.column(name).to_pylist() for name in table.column_names}
-        now = int(time.time() * 1000)
         watermark = self.state.watermark_ms
+        aside = SideOutput(
+            self.config.late_topic, self.config.dead_letter_topic, self.dead_codec,
+            self.late_codec, self.writer.limit_of,
+        )  # fmt: skip
         for i, kind in enumerate(columns["kind"]):
-            letter = {
-                name: columns[name][i] for name in ("topic", "partition", "offset", "key", "value")
-            }
-            letter["failed_at"] = now
+            origin = Origin(*(columns[name][i] for name in ORIGIN_COLUMNS))
             if kind == LATE:
-                stats.late += 1
-                letter["reason"] = (
-                    f"late: event time {columns['ts'][i]} is behind the watermark {watermark}"
-                )
-                yield OutRecord(
-                    self.config.late_topic, letter["key"], self.late_codec.encode(letter)
-                )
+                reason = f"late: event time {columns['ts'][i]} is behind the watermark {watermark}"
+                yield aside.late(origin, reason, stats)
             else:
-                reason = str(columns["reason"][i])
-                stats.dead += 1
-                stats.dead_reasons[reason] = stats.dead_reasons.get(reason, 0) + 1
-                letter["reason"] = reason
-                yield OutRecord(
-                    self.config.dead_letter_topic, letter["key"], self.dead_codec.encode(letter)
-                )
+                yield aside.dead(origin, str(columns["reason"][i]), stats)
 
 
 def _lap(clock: float) -> float:

@@ -38,6 +38,7 @@ from trending.jobs.common import (
     open_job,
     triggered,
 )
+from trending.jobs.letters import Origin, SideOutput
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.session import NO_DATA_CONF
 from trending.spark.temporal_steps import (
@@ -199,31 +200,23 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
         for row in results:
             stats.rows += 1
             yield OutRecord(self.config.output_topic, _utf8(row["key"]), self._encode_row(row))
-        now = int(time.time() * 1000)
+        aside = SideOutput(
+            self.config.late_topic, self.config.dead_letter_topic, self.dead_codec,
+            self.late_codec, self.writer.limit_of,
+        )  # fmt: skip
         for row in rows:
-            if row["kind"] == LATE:
-                stats.late += 1
-                yield OutRecord(self.config.late_topic, row["record_key"], self._letter(row, now))
-            elif row["kind"] == DEAD:
-                stats.dead += 1
-                reason = str(row["reason"])
-                stats.dead_reasons[reason] = stats.dead_reasons.get(reason, 0) + 1
-                topic = self.config.dead_letter_topic
-                yield OutRecord(topic, row["record_key"], self._letter(row, now, dead=True))
+            if row["kind"] in (LATE, DEAD):
+                origin = Origin(
+                    row["topic"], row["partition"], row["offset"], row["record_key"], row["raw"]
+                )
+                route = aside.late if row["kind"] == LATE else aside.dead
+                yield route(origin, str(row["reason"]), stats)
 
     def _encode_row(self, row: dict[str, Any]) -> bytes:
         return self.rows_codec.encode(
             {"key": row["key"], "start": row["start_ms"], "end": row["end_ms"],
              "value": row["value"], "values": row["values"] or []}
         )  # fmt: skip
-
-    def _letter(self, row: dict[str, Any], now: int, dead: bool = False) -> bytes:
-        letter = {
-            "topic": row["topic"], "partition": row["partition"], "offset": row["offset"],
-            "key": row["record_key"], "value": row["raw"], "reason": row["reason"],
-            "failed_at": now,
-        }  # fmt: skip
-        return (self.dead_codec if dead else self.late_codec).encode(letter)
 
 
 def _end(end_ms: int | None) -> int:

@@ -1,0 +1,99 @@
+"""Late events and dead letters fitted to their topic's size limit: a record that fits goes out
+whole; one too large becomes a dead letter of its origin, its value cut to fit the dead-letter
+topic and its original size kept; a key too large for any letter is dropped with the value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from connectors.avro import AvroCodec
+from connectors.transactions import RECORD_OVERHEAD, OutRecord
+from trending.jobs.letters import Origin, SideOutput
+
+LIMITS = {"late": 4_000, "dlq": 3_000}
+
+
+@dataclass
+class Stats:
+    late: int = 0
+    dead: int = 0
+    dead_reasons: dict[str, int] = field(default_factory=dict)
+
+
+def side(late_codec: AvroCodec | None = None) -> SideOutput:
+    return SideOutput("late", "dlq", AvroCodec("dead_letter"), late_codec, LIMITS.__getitem__, 7)
+
+
+def size(record: OutRecord) -> int:
+    return len(record.key or b"") + len(record.value or b"") + RECORD_OVERHEAD
+
+
+def origin(key: bytes | None, value: bytes) -> Origin:
+    return Origin("tweets", 3, 1234, key, value)
+
+
+def letter(record: OutRecord) -> dict[str, object]:
+    assert record.value is not None
+    return dict(AvroCodec("dead_letter").decode(record.value))
+
+
+def test_a_late_event_that_fits_goes_out_as_it_came() -> None:
+    stats = Stats()
+    record = side().late(origin(b"k", b"v" * 3_000), "late", stats)
+    assert (record.topic, record.key, record.value) == ("late", b"k", b"v" * 3_000)
+    assert (stats.late, stats.dead) == (1, 0)
+
+
+def test_a_late_event_too_large_for_the_late_topic_is_a_dead_letter_cut_to_fit() -> None:
+    stats = Stats()
+    value = bytes(range(256)) * 20  # 5,120 bytes: more than either topic accepts
+    record = side().late(origin(b"k", value), "late", stats)
+    assert record.topic == "dlq" and record.key == b"k"
+    assert LIMITS["dlq"] - 64 <= size(record) <= LIMITS["dlq"]
+    fields = letter(record)
+    assert (fields["topic"], fields["partition"], fields["offset"], fields["key"]) == (
+        "tweets", 3, 1234, b"k",
+    )  # fmt: skip
+    cut = fields["value"]
+    assert isinstance(cut, bytes) and value.startswith(cut) and len(cut) > 2_000
+    assert fields["value_size"] == len(value)
+    assert str(fields["reason"]).startswith(f"oversized: {len(value) + 1 + RECORD_OVERHEAD} bytes")
+    assert "of late, which accepts 4000" in str(fields["reason"])
+    assert (stats.late, stats.dead, sum(stats.dead_reasons.values())) == (0, 1, 1)
+
+
+def test_a_late_envelope_too_large_is_a_dead_letter_too() -> None:
+    stats = Stats()
+    record = side(AvroCodec("dead_letter")).late(origin(None, b"x" * 3_950), "late: behind", stats)
+    assert record.topic == "dlq" and size(record) <= LIMITS["dlq"]
+    assert letter(record)["value_size"] == 3_950
+    assert stats.dead == 1 and stats.late == 0
+
+
+def test_a_dead_letter_that_fits_keeps_the_whole_value() -> None:
+    stats = Stats()
+    record = side().dead(origin(b"k", b"\xff" * 100), "trailing bytes", stats)
+    fields = letter(record)
+    assert (fields["value"], fields["value_size"], fields["reason"]) == (
+        b"\xff" * 100, None, "trailing bytes",
+    )  # fmt: skip
+    assert stats.dead_reasons == {"trailing bytes": 1}
+
+
+def test_a_dead_letter_too_large_for_its_topic_is_cut_to_fit() -> None:
+    stats = Stats()
+    value = b"\x01" * 10_000
+    record = side().dead(origin(b"key", value), "invalid UTF-8", stats)
+    assert record.topic == "dlq" and LIMITS["dlq"] - 64 <= size(record) <= LIMITS["dlq"]
+    fields = letter(record)
+    assert fields["value_size"] == 10_000 and value.startswith(fields["value"])  # type: ignore[arg-type]
+    assert stats.dead == 1
+
+
+def test_a_key_too_large_for_any_letter_is_dropped_with_the_value() -> None:
+    stats = Stats()
+    record = side().dead(origin(b"K" * 5_000, b"v" * 10), "bad", stats)
+    assert record.topic == "dlq" and record.key is None and size(record) <= LIMITS["dlq"]
+    fields = letter(record)
+    assert (fields["key"], fields["value"], fields["value_size"]) == (None, b"", 10)
+    assert (fields["topic"], fields["offset"]) == ("tweets", 1234)

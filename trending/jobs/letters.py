@@ -1,0 +1,116 @@
+"""Records a job routes aside: late events and dead letters, each fitted to its topic's size limit.
+
+A dead letter is the envelope of ``schemas/dead_letter.avsc``: the record's own topic,
+partition, offset, key and value bytes, and why it failed. A late event is republished as it
+came (the hashtags job) or in the same envelope (the sensors and windows jobs).
+
+A record larger than its topic accepts (``max.message.bytes``) would fail the transaction on
+every retry of its batch. It becomes a dead letter instead, its value cut to fit the dead-letter
+topic and the original size kept in ``value_size``, reason ``oversized: ...``; a dead letter that
+cannot fit even with an empty value (a huge key) keeps neither key nor value bytes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from connectors.avro import AvroCodec
+from connectors.transactions import OutRecord, record_size
+
+OVERSIZED = "oversized"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a record routed aside came from, and its bytes."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+class SideStats(Protocol):
+    """The per-batch counters of records routed aside."""
+
+    late: int
+    dead: int
+    dead_reasons: dict[str, int]
+
+
+@dataclass
+class SideOutput:
+    """Builds one batch's late and dead records, counted in ``stats``; ``limit_of(topic)`` is
+    the largest record the topic accepts. ``late_codec`` None: late events go out as they came.
+    """
+
+    late_topic: str
+    dead_topic: str
+    dead_codec: AvroCodec
+    late_codec: AvroCodec | None
+    limit_of: Callable[[str], int]
+    now_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    def late(self, origin: Origin, reason: str, stats: SideStats) -> OutRecord:
+        """A late event, or a dead letter when it is too large for the late topic."""
+        if self.late_codec is None:
+            value = origin.value
+        else:
+            value = self.late_codec.encode(self._envelope(origin, reason))
+        record = OutRecord(self.late_topic, origin.key, value)
+        if record_size(record) <= self.limit_of(self.late_topic):
+            stats.late += 1
+            return record
+        return self._oversized(origin, record_size(record), self.late_topic, stats)
+
+    def dead(self, origin: Origin, reason: str, stats: SideStats) -> OutRecord:
+        """A dead letter; cut to fit when the whole record does not."""
+        record = OutRecord(self.dead_topic, origin.key, self._encode(origin, reason))
+        if record_size(record) <= self.limit_of(self.dead_topic):
+            _count_dead(stats, reason)
+            return record
+        return self._oversized(origin, record_size(record), self.dead_topic, stats)
+
+    def _oversized(self, origin: Origin, size: int, topic: str, stats: SideStats) -> OutRecord:
+        limit = self.limit_of(self.dead_topic)
+        reason = (
+            f"{OVERSIZED}: {size} bytes as a record of {topic}, which accepts "
+            f"{self.limit_of(topic)}; value cut to fit"
+        )
+        value = origin.value or b""
+        base = OutRecord(self.dead_topic, origin.key, self._encode(origin, reason, b"", len(value)))
+        room = limit - record_size(base) - 10  # 10: the longest varint of the value's length
+        if room < 0:  # not even the key fits
+            origin = Origin(origin.topic, origin.partition, origin.offset, None, None)
+            room = 0
+        _count_dead(stats, reason)
+        letter = self._encode(origin, reason, value[:room], len(value))
+        return OutRecord(self.dead_topic, origin.key, letter)
+
+    def _encode(
+        self, origin: Origin, reason: str, value: bytes | None = None, size: int | None = None
+    ) -> bytes:
+        return self.dead_codec.encode(self._envelope(origin, reason, value, size))
+
+    def _envelope(
+        self, origin: Origin, reason: str, value: bytes | None = None, size: int | None = None
+    ) -> dict[str, Any]:
+        return {
+            "topic": origin.topic,
+            "partition": origin.partition,
+            "offset": origin.offset,
+            "key": origin.key,
+            "value": origin.value if value is None else value,
+            "reason": reason,
+            "failed_at": self.now_ms,
+            "value_size": size,
+        }
+
+
+def _count_dead(stats: SideStats, reason: str) -> None:
+    stats.dead += 1
+    stats.dead_reasons[reason] = stats.dead_reasons.get(reason, 0) + 1
