@@ -244,8 +244,9 @@ class TransactionalBatchWriter:
                 "commit_transaction", producer,
                 lambda: producer.commit_transaction(TXN_STEP_TIMEOUT_S),
             )  # fmt: skip
-        except KafkaException as error:
-            if not transient(error):  # a transient failure renews the producer instead
+        except BaseException as error:
+            if not (isinstance(error, KafkaException) and transient(error)):
+                # a transient failure renews the producer, which aborts what this one left open
                 self._bounded(
                     "abort_transaction", producer,
                     lambda: producer.abort_transaction(TXN_STEP_TIMEOUT_S),
