@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 
 from connectors.avro import AvroCodec
 from connectors.broker import LocalBroker, free_port
-from connectors.kafka import ensure_topics
+from connectors.kafka import ensure_topics, producer
 from tests.support.hashtags import independent_finals
 from tests.support.jobs import crash_and_restart, kill_group, run_to_end, start_job, wait_logged
 from tests.support.kafka import read_all
@@ -55,15 +54,9 @@ def produce(bootstrap: str, topic: str, tweets: list[dict[str, Any]]) -> None:
     """Tweets into a new two-partition topic, each acknowledged."""
     ensure_topics(bootstrap, [topic], partitions=2)
     codec = AvroCodec("tweet")
-    failed: list[object] = []
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for tweet in tweets:
-        producer.produce(
-            topic, codec.encode(tweet), key=str(tweet["id"]).encode(),
-            on_delivery=lambda error, _: failed.append(error) if error else None,
-        )  # fmt: skip
-        producer.poll(0)
-    assert producer.flush(30) == 0 and failed == []
+    sink = producer(bootstrap)
+    sink.produce_many(topic, ((str(t["id"]).encode(), codec.encode(t)) for t in tweets))
+    sink.flush(30)
 
 
 def job_command(bootstrap: str, tmp_path: Path, tag: str, per_batch: int = 400) -> list[str]:

@@ -300,17 +300,26 @@ def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     assert producer.flush(30) == 0
 
 
-def test_a_killed_driver_restarts_exactly(kafka_bootstrap: str, tmp_path: Path) -> None:
-    topics = Topics(kafka_bootstrap)
-    lines = make_lines(keys=4, events=900, seed=47)
+def snapshot_job(
+    bootstrap: str, tmp_path: Path, seed: int, *flags: str
+) -> tuple[Topics, list[dict[str, Any]], list[str]]:
+    """900 events over 4 keys in a new input topic, and the command of a snapshot-sum job over
+    them (batches of 120 records) with ``flags``."""
+    topics = Topics(bootstrap)
+    lines = make_lines(keys=4, events=900, seed=seed)
     produce_lines(topics, lines, tmp_path)
     spec = tmp_path / "snapshot.json"
     spec.write_text(json.dumps({"kind": "snapshot", "aggregate": "sum"}))
     command = [
-        sys.executable, "-m", "trending.cli", "run", "windows", str(spec), "--available-now",
+        sys.executable, "-m", "trending.cli", "run", "windows", str(spec),
         "--checkpoint", f"file://{tmp_path}/checkpoint", "--lateness", f"{LATENESS_MS}ms",
-        "--max-offsets-per-trigger", "120", *topics.flags(),
+        "--max-offsets-per-trigger", "120", *flags, *topics.flags(),
     ]  # fmt: skip
+    return topics, lines, command
+
+
+def test_a_killed_driver_restarts_exactly(kafka_bootstrap: str, tmp_path: Path) -> None:
+    topics, lines, command = snapshot_job(kafka_bootstrap, tmp_path, 47, "--available-now")
     kill_after(command, r"batch 2: \d+ events")
     stderr = run_to_end(command)
     assert re.search(r"windows job stopped: \d+ micro-batches", stderr)
@@ -325,17 +334,9 @@ def test_one_process_per_checkpoint_and_a_stalled_owner_is_fenced(
     """A second job on a running job's checkpoint refuses to start; once the owner stalls
     (SIGSTOP) past --lease-timeout a new job takes over and finishes, and the stalled owner,
     resumed, stops without writing: the output equals the oracle, nothing twice."""
-    topics = Topics(kafka_bootstrap)
-    lines = make_lines(keys=4, events=900, seed=53)
-    produce_lines(topics, lines, tmp_path)
-    spec = tmp_path / "snapshot.json"
-    spec.write_text(json.dumps({"kind": "snapshot", "aggregate": "sum"}))
-    command = [
-        sys.executable, "-m", "trending.cli", "run", "windows", str(spec),
-        "--checkpoint", f"file://{tmp_path}/checkpoint", "--lateness", f"{LATENESS_MS}ms",
-        "--max-offsets-per-trigger", "120", "--trigger", "500ms", "--lease-timeout", "3s",
-        *topics.flags(),
-    ]  # fmt: skip
+    topics, lines, command = snapshot_job(
+        kafka_bootstrap, tmp_path, 53, "--trigger", "500ms", "--lease-timeout", "3s"
+    )
     owner, owner_log = start_job(command)
     try:
         wait_logged(owner_log, r"batch 1: \d+ events")
