@@ -27,6 +27,7 @@ import fastavro
 import numpy as np
 
 from connectors.jvm import REPO_ROOT
+from connectors.kafka_settings import registry_settings, scrub
 from trending.errors import UserError
 
 SCHEMAS_DIR = REPO_ROOT / "schemas"
@@ -141,9 +142,15 @@ def _registry_module() -> Any:
 
 
 def registry_client(url: str) -> Any:
-    """One ``SchemaRegistryClient`` per URL in this process (so ``mock://`` ones are shared)."""
+    """One ``SchemaRegistryClient`` per URL in this process (so ``mock://`` ones are shared),
+    with the settings of the ``TRENDING_SCHEMA_REGISTRY_*`` variables (basic auth, TLS, ...)."""
     if url not in _CLIENTS:
-        _CLIENTS[url] = _registry_module().SchemaRegistryClient.new_client({"url": url})
+        config = {**registry_settings(os.environ), "url": url}
+        try:
+            _CLIENTS[url] = _registry_module().SchemaRegistryClient.new_client(config)
+        except (ValueError, TypeError) as error:
+            message = scrub(str(error), config)  # it may quote the URL
+            raise UserError(f"invalid schema registry settings: {message}") from None
     return _CLIENTS[url]
 
 

@@ -21,11 +21,13 @@ import ctypes
 import errno
 import hashlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -34,12 +36,14 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from connectors.jvm import REPO_ROOT, java_executable, require_jars
+from connectors.kafka_settings import PLAIN_MODULE, jaas_config, jaas_quote
 from trending.errors import UserError
 
 DEFAULT_PORT = 9092
 DEFAULT_DATA_DIR = REPO_ROOT / "data" / "broker"
 HOST = "127.0.0.1"
 HEAP = "512m"
+BROKER_USER = "trending-broker"
 _PR_SET_PDEATHSIG = 1
 _PRCTL: Any = None
 with contextlib.suppress(OSError, AttributeError):  # resolved here: the forked child only calls it
@@ -77,17 +81,25 @@ class BrokerError(UserError):
     """The broker could not start or died; the message ends with the tail of its log."""
 
 
-def server_properties(port: int, controller_port: int, log_dir: Path) -> str:
-    """The ``server.properties`` of a single-node KRaft broker on 127.0.0.1."""
+def server_properties(
+    port: int, controller_port: int, log_dir: Path, users: Mapping[str, str] | None = None
+) -> str:
+    """The ``server.properties`` of a single-node KRaft broker on 127.0.0.1.
+
+    With ``users`` (name -> password, at least the broker's own user first) clients must log in
+    with SASL/PLAIN as one of them; the controller listener stays PLAINTEXT.
+    """
+    listener = "SASL_PLAINTEXT" if users else "PLAINTEXT"
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": f"1@{HOST}:{controller_port}",
-        "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+        "listeners": f"{listener}://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+        "advertised.listeners": f"{listener}://{HOST}:{port}",
         "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": listener,
+        "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
+        **(_sasl_plain_properties(users) if users else {}),
         "log.dirs": str(log_dir),
         "num.partitions": "1",
         "offsets.topic.replication.factor": "1",
@@ -101,7 +113,30 @@ def server_properties(port: int, controller_port: int, log_dir: Path) -> str:
         "auto.create.topics.enable": "false",
         "log.retention.hours": "168",
     }
-    return "".join(f"{key}={value}\n" for key, value in settings.items())
+    return "".join(f"{key}={_property_value(value)}\n" for key, value in settings.items())
+
+
+def _sasl_plain_properties(users: Mapping[str, str]) -> dict[str, str]:
+    """SASL/PLAIN on the client listener; the first user is the broker's own (inter-broker)."""
+    (name, password), *_ = users.items()
+    accounts = " ".join(f'user_{user}="{jaas_quote(secret)}"' for user, secret in users.items())
+    login = jaas_config(PLAIN_MODULE, name, password)
+    return {
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": f"{login[:-1]} {accounts};",
+    }
+
+
+def _property_value(value: str) -> str:
+    """``value`` escaped for a Java properties file (read as ISO 8859-1)."""
+    text = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return "".join(char if ord(char) < 0x7F else _unicode_escape(char) for char in text)
+
+
+def _unicode_escape(char: str) -> str:
+    data = char.encode("utf-16-be")
+    return "".join(f"\\u{data[i]:02x}{data[i + 1]:02x}" for i in range(0, len(data), 2))
 
 
 def random_cluster_id() -> str:
@@ -204,11 +239,20 @@ class LocalBroker:
     """One Kafka broker process on ``127.0.0.1:port`` keeping its data in ``data_dir``.
 
     The controller listens on ``controller_port``; by default ``port + 1``, or any free port
-    when that one is taken (the quorum is static, so it may change between restarts).
+    when that one is taken (the quorum is static, so it may change between restarts). With
+    ``users`` (name -> password) clients log in with SASL/PLAIN (:attr:`client_settings` are
+    the broker's own login, a user of its own with a random password).
     """
 
-    def __init__(self, port: int, data_dir: Path, controller_port: int | None = None) -> None:
+    def __init__(
+        self,
+        port: int,
+        data_dir: Path,
+        controller_port: int | None = None,
+        users: Mapping[str, str] | None = None,
+    ) -> None:
         self.port = port
+        self.users = {BROKER_USER: secrets.token_urlsafe(18), **users} if users else None
         self.controller_port = controller_port if controller_port is not None else port + 1
         self._pick_controller_port = controller_port is None
         self._archive: ClassArchive | None = None
@@ -218,6 +262,18 @@ class LocalBroker:
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"
+
+    @property
+    def client_settings(self) -> dict[str, str]:
+        """The librdkafka settings of a client that logs in as the broker's own user."""
+        if self.users is None:
+            return {}
+        return {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": BROKER_USER,
+            "sasl.password": self.users[BROKER_USER],
+        }
 
     @property
     def log_file(self) -> Path:
@@ -272,7 +328,10 @@ class LocalBroker:
         log4j = LOG4J2.format(log=self.log_file)
         (self.data_dir / "log4j2.properties").write_text(log4j, encoding="utf-8")
         config = self.data_dir / "server.properties"
-        props = server_properties(self.port, self.controller_port, self.data_dir / "kraft")
+        log_dirs = self.data_dir / "kraft"
+        props = server_properties(self.port, self.controller_port, log_dirs, self.users)
+        config.touch(mode=0o600)  # it may hold passwords
+        config.chmod(0o600)
         config.write_text(props, encoding="utf-8")
         return config
 
@@ -304,7 +363,8 @@ class LocalBroker:
         while time.monotonic() - start < timeout:
             self._check_alive("exited during start-up")
             if client is None and _accepts(self.port):
-                client = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+                settings = {"bootstrap.servers": self.bootstrap, **self.client_settings}
+                client = AdminClient({**settings, "log_level": 0})
             if client is not None and _has_brokers(client):
                 return time.monotonic() - start
             time.sleep(0.05)

@@ -1,7 +1,8 @@
 """Kafka clients (confluent-kafka / librdkafka): settings, topics, a checked producer, consumers.
 
-Security options (``security.protocol``, ``sasl.*``, ``ssl.*``, ...) come from the user as
-repeatable ``--kafka-option KEY=VALUE`` flags and are passed to every client unchanged.
+Security settings (``security.protocol``, ``sasl.*``, ``ssl.*``, ...) reach every client from a
+properties file, ``TRENDING_KAFKA_*`` variables and ``--kafka-option`` flags, in that order of
+precedence (see :mod:`connectors.kafka_settings`); errors never echo their secret values.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 
+from connectors.kafka_settings import CONFIG_ENV, kafka_settings, parse_options, scrub
 from trending.errors import UserError
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
@@ -34,6 +36,10 @@ class DeliveryError(RuntimeError):
     """Some produced records were not acknowledged by the broker."""
 
 
+class CredentialsRefused(UserError):
+    """The broker refused the client's SASL credentials."""
+
+
 def resolve_bootstrap(value: str | None) -> str:
     """``value``, else ``$KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:9092``."""
     return value or os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP
@@ -43,34 +49,45 @@ def parse_kafka_options(
     items: Sequence[str] | None, flag: str = "--kafka-option"
 ) -> dict[str, str]:
     """``["KEY=VALUE", ...]`` as a dict; a :class:`UserError` naming ``flag`` for a bad item."""
-    options: dict[str, str] = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"{flag} wants KEY=VALUE, got {item!r}")
-        options[key.strip()] = value
-    return options
+    return parse_options(items, flag)
 
 
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--bootstrap-servers`` and the repeatable ``--kafka-option KEY=VALUE``."""
+    """Add ``--bootstrap-servers``, ``--kafka-config FILE`` and the repeatable
+    ``--kafka-option KEY=VALUE``."""
     parser.add_argument(
         "--bootstrap-servers",
         metavar="HOST:PORT[,...]",
-        help=f"Kafka brokers (default: ${BOOTSTRAP_ENV}, else {DEFAULT_BOOTSTRAP})",
+        help=f"Kafka brokers (default: ${BOOTSTRAP_ENV}, else bootstrap.servers of the Kafka "
+        f"settings, else {DEFAULT_BOOTSTRAP})",
+    )
+    parser.add_argument(
+        "--kafka-config",
+        metavar="FILE",
+        help=f"a properties file of librdkafka settings for every client (default: ${CONFIG_ENV}); "
+        "TRENDING_KAFKA_<NAME> variables (sasl.password: TRENDING_KAFKA_SASL_PASSWORD) "
+        "and --kafka-option override it",
     )
     parser.add_argument(
         "--kafka-option",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a librdkafka setting for every client, e.g. security.protocol=SASL_SSL (repeatable)",
+        help="a librdkafka setting for every client, e.g. security.protocol=SASL_SSL (repeatable; "
+        "secrets are better kept out of the command line: use the file or the environment)",
     )
 
 
-def kafka_from_args(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
-    """The bootstrap address and extra client options given by :func:`add_kafka_arguments`."""
-    return resolve_bootstrap(args.bootstrap_servers), parse_kafka_options(args.kafka_option)
+def kafka_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> tuple[str, dict[str, str]]:
+    """The bootstrap address and the client settings given by :func:`add_kafka_arguments`,
+    the settings file and the ``TRENDING_KAFKA_*`` variables of ``environ`` (the process's)."""
+    environ = os.environ if environ is None else environ
+    settings = kafka_settings(args.kafka_config, args.kafka_option, environ)
+    configured = settings.pop("bootstrap.servers", None)
+    bootstrap = args.bootstrap_servers or environ.get(BOOTSTRAP_ENV) or configured
+    return bootstrap or DEFAULT_BOOTSTRAP, settings
 
 
 def client_config(bootstrap: str, extra: Mapping[str, str] | None = None) -> Config:
@@ -82,7 +99,8 @@ def _build(kind: Callable[[Config], T], config: Config) -> T:
     try:
         return kind(config)
     except (KafkaException, ValueError, TypeError) as error:
-        raise UserError(f"invalid Kafka client settings: {error}") from error
+        message = scrub(str(error), config)  # librdkafka may quote the value it refused
+        raise UserError(f"invalid Kafka client settings: {message}") from None
 
 
 def admin(bootstrap: str, extra: Mapping[str, str] | None = None) -> AdminClient:
@@ -338,14 +356,25 @@ def consumer(
 def wait_for_kafka(
     bootstrap: str, timeout: float = 60.0, extra: Mapping[str, str] | None = None
 ) -> None:
-    """Block until a metadata request to ``bootstrap`` lists a broker, else a :class:`UserError`."""
-    client = admin(bootstrap, {"log_level": "0", **(extra or {})})
+    """Block until a metadata request to ``bootstrap`` lists a broker, else a :class:`UserError`
+    (at once when the broker refuses the credentials)."""
+    refused: list[KafkaError] = []
+
+    def on_error(error: KafkaError) -> None:
+        if error.code() == KafkaError._AUTHENTICATION:
+            refused.append(error)
+
+    settings = {"log_level": "0", **(extra or {})}
+    client = _build(AdminClient, {**client_config(bootstrap, settings), "error_cb": on_error})
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not refused:
         try:
             if client.list_topics(timeout=1.0).brokers:
                 return
         except KafkaException:
             pass
-        time.sleep(0.1)
+        client.poll(0.1)  # serves error_cb
+    if refused:
+        reason = scrub(refused[0].str(), settings).replace("\n", " ")
+        raise CredentialsRefused(f"Kafka at {bootstrap} refused the credentials: {reason}")
     raise UserError(f"no Kafka broker answers at {bootstrap} after {timeout:.0f} s")

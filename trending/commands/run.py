@@ -12,11 +12,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from connectors.kafka import (
+    CredentialsRefused,
     add_kafka_arguments,
     kafka_from_args,
     parse_kafka_options,
     wait_for_kafka,
 )
+from connectors.kafka_settings import spark_options
 from trending.durations import (
     format_duration_ms,
     parse_duration_ms,
@@ -213,7 +215,9 @@ def _add_spark_arguments(
     topics.add_argument(
         "--schema-registry-url",
         default=None,
-        help="use the Confluent wire format (default: $SCHEMA_REGISTRY_URL; none: plain Avro)",
+        help="use the Confluent wire format (default: $SCHEMA_REGISTRY_URL; none: plain Avro); "
+        "the registry client's settings come from TRENDING_SCHEMA_REGISTRY_<NAME> variables, "
+        "e.g. TRENDING_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO",
     )
     add_kafka_arguments(parser)
     spark = parser.add_argument_group("spark")
@@ -245,7 +249,8 @@ def _add_spark_arguments(
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a Kafka source option for Spark, e.g. kafka.security.protocol=SASL_SSL (repeatable)",
+        help="a Kafka source option for Spark (repeatable); it wins over the security settings "
+        "translated from the Kafka client settings, e.g. kafka.sasl.jaas.config=...",
     )
     spark.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
@@ -342,7 +347,9 @@ def _job_settings(
         "shuffle_partitions": args.shuffle_partitions,
         "schema_registry_url": registry,
         "topic_partitions": args.partitions,
-        "spark_kafka_options": parse_kafka_options(args.spark_kafka_option, "--spark-kafka-option"),
+        "spark_kafka_options": spark_options(
+            kafka_options, parse_kafka_options(args.spark_kafka_option, "--spark-kafka-option")
+        ),
         "kafka_options": kafka_options,
         "spark_conf": parse_kafka_options(args.conf, "--conf"),
         "max_future_skew_ms": args.max_future_skew,
@@ -354,6 +361,8 @@ def _job_settings(
 def _wait_for_kafka(bootstrap: str, kafka_options: dict[str, str]) -> None:
     try:
         wait_for_kafka(bootstrap, timeout=20, extra=kafka_options)
+    except CredentialsRefused:
+        raise
     except UserError as error:
         raise UserError(
             f"{error}: start one with `trending broker` or point --bootstrap-servers "

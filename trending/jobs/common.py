@@ -115,11 +115,12 @@ class JobSettings:
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
     shuffle_partitions: int | None = None
-    schema_registry_url: str | None = None
+    # Kafka and registry settings may hold secrets: kept out of repr (see connectors.kafka_settings)
+    schema_registry_url: str | None = field(default=None, repr=False)
     topic_partitions: int = 4
-    spark_kafka_options: Mapping[str, str] = field(default_factory=dict)
-    kafka_options: Mapping[str, str] = field(default_factory=dict)
-    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    spark_kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    spark_conf: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold keys too
     max_future_skew_ms: int | None = DEFAULT_MAX_FUTURE_MS  # see trending.spark.clock
     max_past_skew_ms: int | None = None
     lease_timeout_s: float = DEFAULT_TIMEOUT_S  # see trending.lease

@@ -1,0 +1,230 @@
+"""Kafka client and schema registry settings: where they come from, what Spark gets, masking.
+
+The librdkafka settings of every client (producers, consumers, admin, the transactional
+writer) come from, lowest to highest precedence:
+
+1. a properties file: ``--kafka-config FILE``, else ``$TRENDING_KAFKA_CONFIG`` (``key=value``
+   lines, ``#`` or ``!`` comments, blank lines; values are taken literally);
+2. environment variables ``TRENDING_KAFKA_<NAME>``, NAME being the setting upper-cased with
+   ``.`` as ``_`` (``TRENDING_KAFKA_SASL_PASSWORD`` is ``sasl.password``);
+3. ``--kafka-option KEY=VALUE`` flags.
+
+Spark's Kafka source (the Java client) gets the same security settings under their Java names
+(:func:`spark_options`); its explicit ``--spark-kafka-option`` flags win. The schema registry
+client gets ``TRENDING_SCHEMA_REGISTRY_<NAME>`` (:func:`registry_settings`).
+
+Anything that prints settings, or text that may contain them, goes through :func:`masked`,
+:func:`mask_url` or :func:`scrub`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from trending.errors import UserError
+
+CONFIG_ENV = "TRENDING_KAFKA_CONFIG"
+KAFKA_ENV_PREFIX = "TRENDING_KAFKA_"
+REGISTRY_ENV_PREFIX = "TRENDING_SCHEMA_REGISTRY_"
+MASK = "***"
+SECRET_KEY = re.compile(
+    r"password|secret|jaas|token|user\.info|key\.password|credentials|key\.pem|keystore\.key",
+    re.IGNORECASE,
+)
+_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+_REGISTRY_NUMBERS = {
+    "cache.capacity",
+    "cache.latest.ttl.sec",
+    "max.retries",
+    "retries.wait.ms",
+    "retries.max.wait.ms",
+    "timeout",
+}
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+LOGIN_MODULES = {
+    "PLAIN": PLAIN_MODULE,
+    "SCRAM-SHA-256": SCRAM_MODULE,
+    "SCRAM-SHA-512": SCRAM_MODULE,
+}
+_CREDENTIALS = {"sasl.username", "sasl.password"}
+
+
+def parse_options(items: Sequence[str] | None, flag: str) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` as a dict; a :class:`UserError` naming ``flag`` for a bad item."""
+    options: dict[str, str] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"{flag} wants KEY=VALUE, got {key!r}")
+        options[key.strip()] = value
+    return options
+
+
+def read_properties(path: str | Path) -> dict[str, str]:
+    """The ``key=value`` lines of a properties file; a :class:`UserError` naming the file and
+    line for a line without ``=``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise UserError(f"cannot read Kafka settings file {path}: {error.strerror}") from error
+    settings: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "!")):
+            continue
+        key, sep, value = stripped.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"{path}, line {number}: expected key=value")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def env_settings(environ: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """Settings named by ``<prefix><NAME>`` variables: NAME lower-cased, ``_`` read as ``.``."""
+    return {
+        name[len(prefix) :].lower().replace("_", "."): value
+        for name, value in sorted(environ.items())
+        if name.startswith(prefix) and len(name) > len(prefix)
+    }
+
+
+def kafka_settings(
+    config_file: str | None, options: Sequence[str] | None, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The librdkafka settings: the properties file, then the environment, then the flags."""
+    path = config_file or environ.get(CONFIG_ENV)
+    from_env = env_settings({k: v for k, v in environ.items() if k != CONFIG_ENV}, KAFKA_ENV_PREFIX)
+    return {
+        **(read_properties(path) if path else {}),
+        **from_env,
+        **parse_options(options, "--kafka-option"),
+    }
+
+
+def registry_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The schema registry client's settings from ``TRENDING_SCHEMA_REGISTRY_<NAME>`` (the URL
+    comes from ``--schema-registry-url`` or ``$SCHEMA_REGISTRY_URL``, never from here)."""
+    settings: dict[str, Any] = env_settings(environ, REGISTRY_ENV_PREFIX)
+    settings.pop("url", None)
+    for key in _REGISTRY_NUMBERS & settings.keys():
+        try:
+            settings[key] = float(settings[key]) if "." in settings[key] else int(settings[key])
+        except ValueError as error:
+            raise UserError(f"schema registry setting {key} wants a number") from error
+    return settings
+
+
+def spark_options(
+    settings: Mapping[str, str], explicit: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Options for Spark's Kafka source: the security ``settings`` (librdkafka names) in the
+    Java client's names with the ``kafka.`` prefix, then the ``explicit`` Spark options, which
+    win. Settings without a translation are not passed."""
+    explicit = dict(explicit or {})
+    given = {key if key.startswith("kafka.") else f"kafka.{key}" for key in explicit}
+    translated = {**_protocol(settings), **_sasl(settings, given), **_ssl(settings, given)}
+    return {**{k: v for k, v in translated.items() if k not in given}, **explicit}
+
+
+def _protocol(settings: Mapping[str, str]) -> dict[str, str]:
+    protocol = settings.get("security.protocol")
+    return {"kafka.security.protocol": protocol.upper()} if protocol else {}
+
+
+def _mechanism(settings: Mapping[str, str]) -> str | None:
+    mechanism = settings.get("sasl.mechanism") or settings.get("sasl.mechanisms")
+    return mechanism.strip().upper() if mechanism else None
+
+
+def _sasl(settings: Mapping[str, str], given: set[str]) -> dict[str, str]:
+    """``sasl.mechanism`` and, from ``sasl.username``/``sasl.password``, ``sasl.jaas.config``."""
+    if not settings.get("security.protocol", "").upper().startswith("SASL"):
+        return {}
+    mechanism = _mechanism(settings)
+    options = {"kafka.sasl.mechanism": mechanism} if mechanism else {}
+    if "kafka.sasl.jaas.config" in given or not settings.keys() & _CREDENTIALS:
+        return options
+    module = LOGIN_MODULES.get(mechanism or "GSSAPI")
+    if module is None:
+        raise _untranslated("sasl.username/sasl.password", f"mechanism {mechanism or 'GSSAPI'}")
+    username, password = settings.get("sasl.username", ""), settings.get("sasl.password", "")
+    options["kafka.sasl.jaas.config"] = jaas_config(module, username, password)
+    return options
+
+
+def jaas_config(module: str, username: str, password: str) -> str:
+    """A ``sasl.jaas.config`` value logging in with ``username`` and ``password``."""
+    return f'{module} required username="{jaas_quote(username)}" password="{jaas_quote(password)}";'
+
+
+def jaas_quote(value: str) -> str:
+    """``value`` escaped for a double-quoted JAAS option (backslash, quote, line breaks)."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return escaped.replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _ssl(settings: Mapping[str, str], given: set[str]) -> dict[str, str]:
+    """The CA (a PEM truststore), the client certificate and key (a PEM keystore, when both are
+    in one file), the key's password and host name verification."""
+    options: dict[str, str] = {}
+    ca = settings.get("ssl.ca.location")
+    if ca and ca != "probe" and "kafka.ssl.truststore.location" not in given:
+        if Path(ca).is_dir():
+            raise _untranslated("ssl.ca.location", "a directory of certificates")
+        options |= {"kafka.ssl.truststore.location": ca, "kafka.ssl.truststore.type": "PEM"}
+    options |= _keystore(settings, given)
+    algorithm = settings.get("ssl.endpoint.identification.algorithm")
+    if algorithm is not None:  # librdkafka's "none" is the Java client's empty value
+        options["kafka.ssl.endpoint.identification.algorithm"] = algorithm.replace("none", "")
+    return options
+
+
+def _keystore(settings: Mapping[str, str], given: set[str]) -> dict[str, str]:
+    certificate = settings.get("ssl.certificate.location")
+    key = settings.get("ssl.key.location")
+    if not (certificate or key) or "kafka.ssl.keystore.location" in given:
+        return {}
+    if certificate != key:
+        raise _untranslated("ssl.certificate.location/ssl.key.location", "two files")
+    options = {"kafka.ssl.keystore.location": key or "", "kafka.ssl.keystore.type": "PEM"}
+    if "ssl.key.password" in settings:
+        options["kafka.ssl.key.password"] = settings["ssl.key.password"]
+    return options
+
+
+def _untranslated(setting: str, why: str) -> UserError:
+    return UserError(
+        f"the Kafka setting {setting} ({why}) has no translation for Spark's Kafka source: "
+        "pass the Java client's settings with --spark-kafka-option kafka.KEY=VALUE"
+    )
+
+
+def is_secret(key: str) -> bool:
+    """Whether the value of setting ``key`` is a secret (a password, key, token, ...)."""
+    return SECRET_KEY.search(key) is not None
+
+
+def mask_url(text: str) -> str:
+    """``text`` with the userinfo of every URL in it (``scheme://user:pass@``) as ``***``."""
+    return _URL_USERINFO.sub(rf"\1{MASK}@", text)
+
+
+def masked(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``settings`` fit to print: secrets and URL userinfo as ``***``."""
+    return {
+        key: MASK if is_secret(key) else mask_url(value) if isinstance(value, str) else value
+        for key, value in settings.items()
+    }
+
+
+def scrub(text: str, settings: Mapping[str, Any]) -> str:
+    """``text`` (an error message, say) with every secret value of ``settings`` and every URL
+    userinfo replaced by ``***``."""
+    secrets = {str(v) for k, v in settings.items() if is_secret(k) and str(v)}
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return mask_url(text)
