@@ -8,7 +8,10 @@ Reads Avro tweets (``schemas/tweet.avsc``) with Spark's Kafka source, runs the w
 ``user`` with :func:`trending.spark.spl_runner.apply_window` and writes one JSON record per
 window event (key = user) to ``--output-topic``, trigger rows with the window content
 (``--no-include-window`` leaves it out: see the runner's output). Tweets that do not decode go to
-``--dead-letter-topic`` with the reason, as in the trending job. Time policies: pass
+``--dead-letter-topic`` with the reason, as in the trending job. Both are published exactly
+once (:func:`trending.jobs.sink.publish_exactly_once`): a crash and a restart from
+``--checkpoint`` publish nothing twice and lose nothing, for readers with
+``isolation.level=read_committed``. Time policies: pass
 ``--time-mode event`` (clock = ``created_at``, ``--watermark``) or ``--time-mode processing``.
 ``--available-now`` processes what the topic holds and exits; otherwise it runs until stopped.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -50,6 +54,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder (default: temp)")
     parser.add_argument("--available-now", action="store_true", help="process the topic, exit")
+    parser.add_argument(
+        "--max-offsets-per-trigger", dest="max_offsets", type=int, default=None,
+        help="cap records per micro-batch",
+    )  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -65,12 +73,16 @@ def load_spec(text: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
+    logging.getLogger("trending").setLevel(logging.INFO)
     from pyspark.sql import functions as F
 
     from connectors.avro import schema_json
     from connectors.kafka import ensure_topics, resolve_bootstrap
     from connectors.spark_kafka import decode_avro, read_kafka_stream, source_options
     from trending.durations import parse_optional_duration_ms
+    from trending.jobs.common import JobSettings
+    from trending.jobs.sink import publish_exactly_once
     from trending.spark.clock import ClockSkew, batch_clock_ms, skew_reason
     from trending.spark.session import build_session
     from trending.spark.spl_runner import apply_window, configure_spark
@@ -79,8 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     ensure_topics(bootstrap, [args.output_topic, args.dead_letter_topic])
     spark = build_session("spl-window-kafka", "local[2]", shuffle_partitions=2)
     configure_spark(spark)  # RocksDB state store + no-data batches (timers on idle streams)
-    raw = read_kafka_stream(spark, source_options(bootstrap, args.topic))
-    decoded = decode_avro(raw, schema_json("tweet"), confluent=False)
+    options = source_options(bootstrap, args.topic, max_offsets_per_trigger=args.max_offsets)
+    decoded = decode_avro(read_kafka_stream(spark, options), schema_json("tweet"), confluent=False)
     if args.time_mode == "event":  # a tweet from a bad clock must not move the watermark
         skew = ClockSkew(parse_optional_duration_ms(args.max_future_skew))
         skewed = skew_reason(F.unix_millis("record.created_at"), batch_clock_ms(), skew)
@@ -99,48 +111,26 @@ def main(argv: list[str] | None = None) -> None:
         kinds=args.kinds.split(",") if args.kinds else None,
         include_window=args.include_window,
     )
+    published = events.select(
+        F.lit(args.output_topic).alias("topic"),
+        F.col("user").cast("binary").alias("key"),
+        F.to_json(F.struct("*")).cast("binary").alias("value"),
+    )
     dead = decoded.where("reason IS NOT NULL").select(
+        F.lit(args.dead_letter_topic).alias("topic"),
         F.col("key"),
-        F.to_json(F.struct("topic", "partition", "offset", "reason")).alias("value"),
+        F.to_json(F.struct("topic", "partition", "offset", "reason")).cast("binary").alias("value"),
     )
     checkpoint = args.checkpoint or tempfile.mkdtemp(prefix="spl-window-kafka-")
-    queries = [
-        _to_kafka(
-            events.select(F.col("user").alias("key"), F.to_json(F.struct("*")).alias("value")),
-            bootstrap,
-            args.output_topic,
-            os.path.join(checkpoint, "events"),
-            args.available_now,
-        ),
-        _to_kafka(
-            dead,
-            bootstrap,
-            args.dead_letter_topic,
-            os.path.join(checkpoint, "dead"),
-            args.available_now,
-        ),
-    ]
+    settings = JobSettings(bootstrap, checkpoint, available_now=args.available_now)
+    query, processor = publish_exactly_once(published.unionByName(dead), settings, "spl-window")
     print(f"windows of {args.topic} -> {args.output_topic} (checkpoint {checkpoint})", flush=True)
     try:
-        for query in queries:
-            query.awaitTermination()
+        query.awaitTermination()
     finally:
-        for query in queries:
-            query.stop()
+        query.stop()
+        processor.close()
         spark.stop()
-
-
-def _to_kafka(df: Any, bootstrap: str, topic: str, checkpoint: str, once: bool) -> Any:
-    writer = (
-        df.writeStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", topic)
-        .option("checkpointLocation", checkpoint)
-    )
-    writer = (
-        writer.trigger(availableNow=True) if once else writer.trigger(processingTime="1 second")
-    )
-    return writer.start()
 
 
 if __name__ == "__main__":

@@ -85,6 +85,15 @@ class JobCheckpoint:
         _check_same(self.uri, job, settings, identity)
         return str(identity["job_id"])
 
+    def done_watermark_ms(self) -> int | None:
+        """The watermark Spark recorded with the last batch it marked done, or None."""
+        done = self._files.lastDone(QUERY)
+        text = None if done < 0 else self._files.readText(f"{QUERY}/commits/{done}")
+        if text is None:
+            return None
+        lines = str(text).splitlines()  # "v1", then the commit's JSON
+        return int(json.loads(lines[1]).get("nextBatchWatermarkMs", 0)) if len(lines) > 1 else None
+
     def settle(self, committed_batch: int, next_watermark_ms: int | None) -> str | None:
         """Match Spark's logs with the last batch committed to Kafka, before the query starts.
 
