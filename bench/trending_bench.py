@@ -91,6 +91,7 @@ def run_job(bootstrap: str, topic: str, work: Path) -> dict[str, float]:
         "--bootstrap-servers", bootstrap, "--input-topic", topic, "--output-topic", out,
         "--late-topic", out + "-late", "--dead-letter-topic", out + "-dlq",
         "--checkpoint", str(work / out),
+        "--max-offsets-per-trigger", "0",  # one batch, as the peers read it (no default bound)
     ]  # fmt: skip
     wall, peak, text = run_measured(command)
     match = re.search(r"(\d+) tweets, .* ([\d.]+)s from first read to last commit", text)

@@ -25,6 +25,7 @@ from trending.durations import (
     parse_optional_duration_ms,
 )
 from trending.errors import UserError
+from trending.jobs.batching import RECORDS_PER_TRIGGER_SECOND
 from trending.lease import DEFAULT_TIMEOUT_S as DEFAULT_LEASE_TIMEOUT_S
 from trending.metrics import add_metrics_arguments
 
@@ -56,6 +57,17 @@ def _optional_duration(text: str) -> int | None:
         return parse_optional_duration_ms(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def _count(text: str) -> int:
+    """A whole number >= 0, for argparse."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"want a whole number >= 0, got {text!r}")
+    return value
 
 
 def _add_clock_arguments(parser: argparse.ArgumentParser) -> None:
@@ -197,7 +209,13 @@ def _add_trigger_arguments(parser: argparse.ArgumentParser, at_end: str) -> None
         help=f"process what is in the topics, {at_end}, then exit",
     )
     trig.add_argument(
-        "--max-offsets-per-trigger", type=int, default=None, help="cap records per micro-batch"
+        "--max-offsets-per-trigger",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="records per micro-batch at most, also when catching up on a backlog (default: "
+        f"{RECORDS_PER_TRIGGER_SECOND:,} per second of --trigger, at least "
+        f"{RECORDS_PER_TRIGGER_SECOND:,}; 0: no bound)",
     )
     trig.add_argument(
         "--starting-offsets",

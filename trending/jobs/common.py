@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from connectors.transactions import TransactionalBatchWriter
 from trending.errors import UserError
+from trending.jobs.batching import batch_bound
 from trending.lease import DEFAULT_TIMEOUT_S, CheckpointLease, LeaseLost
 from trending.spark.clock import DEFAULT_MAX_FUTURE_MS, ClockSkew
 from trending.spark.session import PROVIDER_CONF, ROCKSDB_PROVIDER
@@ -124,6 +125,11 @@ class JobSettings:
     max_future_skew_ms: int | None = DEFAULT_MAX_FUTURE_MS  # see trending.spark.clock
     max_past_skew_ms: int | None = None
     lease_timeout_s: float = DEFAULT_TIMEOUT_S  # see trending.lease
+
+    @property
+    def batch_bound(self) -> int | None:
+        """Spark's ``maxOffsetsPerTrigger`` (see :func:`trending.jobs.batching.batch_bound`)."""
+        return batch_bound(self.max_offsets_per_trigger, self.trigger_ms)
 
     @property
     def clock_skew(self) -> ClockSkew:

@@ -253,7 +253,7 @@ def start_query(
         config.bootstrap,
         config.input_topic,
         config.starting_offsets,
-        config.max_offsets_per_trigger,
+        config.batch_bound,
         config.spark_kafka_options,
     )
     confluent = config.schema_registry_url is not None

@@ -368,7 +368,7 @@ def start_query(
         config.bootstrap,
         f"{config.readings_topic},{config.queries_topic}",
         config.starting_offsets,
-        config.max_offsets_per_trigger,
+        config.batch_bound,
         config.spark_kafka_options,
     )
     writer = (

@@ -288,7 +288,7 @@ def start_query(
         config.bootstrap,
         f"{config.input_topic},{processor.control_topic}",
         config.starting_offsets,
-        config.max_offsets_per_trigger,
+        config.batch_bound,
         config.spark_kafka_options,
     )
     confluent = config.schema_registry_url is not None
