@@ -82,12 +82,17 @@ class BrokerError(UserError):
 
 
 def server_properties(
-    port: int, controller_port: int, log_dir: Path, users: Mapping[str, str] | None = None
+    port: int,
+    controller_port: int,
+    log_dir: Path,
+    users: Mapping[str, str] | None = None,
+    acls: bool = False,
 ) -> str:
     """The ``server.properties`` of a single-node KRaft broker on 127.0.0.1.
 
     With ``users`` (name -> password, at least the broker's own user first) clients must log in
-    with SASL/PLAIN as one of them; the controller listener stays PLAINTEXT.
+    with SASL/PLAIN as one of them; the controller listener stays PLAINTEXT. With ``acls`` the
+    broker enforces ACLs (Kafka's StandardAuthorizer), allowing what no ACL names.
     """
     listener = "SASL_PLAINTEXT" if users else "PLAINTEXT"
     settings = {
@@ -100,6 +105,7 @@ def server_properties(
         "inter.broker.listener.name": listener,
         "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
         **(_sasl_plain_properties(users) if users else {}),
+        **(_ACL_PROPERTIES if acls else {}),
         "log.dirs": str(log_dir),
         "num.partitions": "1",
         "offsets.topic.replication.factor": "1",
@@ -114,6 +120,12 @@ def server_properties(
         "log.retention.hours": "168",
     }
     return "".join(f"{key}={_property_value(value)}\n" for key, value in settings.items())
+
+
+_ACL_PROPERTIES = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+}
 
 
 def _sasl_plain_properties(users: Mapping[str, str]) -> dict[str, str]:
@@ -241,7 +253,8 @@ class LocalBroker:
     The controller listens on ``controller_port``; by default ``port + 1``, or any free port
     when that one is taken (the quorum is static, so it may change between restarts). With
     ``users`` (name -> password) clients log in with SASL/PLAIN (:attr:`client_settings` are
-    the broker's own login, a user of its own with a random password).
+    the broker's own login, a user of its own with a random password). With ``acls`` it
+    enforces ACLs, allowing what no ACL names.
     """
 
     def __init__(
@@ -250,8 +263,10 @@ class LocalBroker:
         data_dir: Path,
         controller_port: int | None = None,
         users: Mapping[str, str] | None = None,
+        acls: bool = False,
     ) -> None:
         self.port = port
+        self.acls = acls
         self.users = {BROKER_USER: secrets.token_urlsafe(18), **users} if users else None
         self.controller_port = controller_port if controller_port is not None else port + 1
         self._pick_controller_port = controller_port is None
@@ -329,7 +344,7 @@ class LocalBroker:
         (self.data_dir / "log4j2.properties").write_text(log4j, encoding="utf-8")
         config = self.data_dir / "server.properties"
         log_dirs = self.data_dir / "kraft"
-        props = server_properties(self.port, self.controller_port, log_dirs, self.users)
+        props = server_properties(self.port, self.controller_port, log_dirs, self.users, self.acls)
         config.touch(mode=0o600)  # it may hold passwords
         config.chmod(0o600)
         config.write_text(props, encoding="utf-8")

@@ -229,8 +229,9 @@ class TransactionalBatchWriter:
             self._produce(self.commits_topic, key, value.encode(), on_state)
             undelivered = producer.flush(TXN_STEP_TIMEOUT_S)
             if failures:
-                log.error("batch %d: %d records failed: %s", batch_id, len(failures), failures[0])
-                raise KafkaException(failures[0])
+                cause = self._cause(producer, failures)
+                log.error("batch %d: %d records failed: %s", batch_id, len(failures), cause)
+                raise KafkaException(cause)
             if undelivered:
                 raise KafkaException(
                     KafkaError(KafkaError._MSG_TIMED_OUT, f"{undelivered} records undelivered")
@@ -247,11 +248,37 @@ class TransactionalBatchWriter:
         except BaseException as error:
             if not (isinstance(error, KafkaException) and transient(error)):
                 # a transient failure renews the producer, which aborts what this one left open
-                self._bounded(
-                    "abort_transaction", producer,
-                    lambda: producer.abort_transaction(TXN_STEP_TIMEOUT_S),
-                )  # fmt: skip
+                self._abort(batch_id, producer)
             raise
+
+    def _cause(self, producer: Producer, failures: list[KafkaError]) -> KafkaError:
+        """Why records failed delivery. When the transaction itself failed (a partition it
+        could not add: a topic deleted, writes denied), librdkafka purges the records and
+        tells the cause only to a commit, which it refuses since records failed."""
+        told = next((f for f in failures if f.code() not in _PURGED), None)
+        if told is not None:
+            return told
+        try:
+            self._bounded(
+                "commit_transaction", producer,
+                lambda: producer.commit_transaction(TXN_STEP_TIMEOUT_S),
+            )  # fmt: skip
+        except KafkaException as refused:
+            if refused.args and isinstance(refused.args[0], KafkaError):
+                return refused.args[0]
+        return failures[0]
+
+    def _abort(self, batch_id: int, producer: Producer) -> None:
+        """Abort the open transaction; a failure to abort is logged, not raised, so that the
+        error that ended the batch is the one reported (the broker aborts the transaction
+        when it times out, or when the next producer under the id starts)."""
+        try:
+            self._bounded(
+                "abort_transaction", producer,
+                lambda: producer.abort_transaction(TXN_STEP_TIMEOUT_S),
+            )  # fmt: skip
+        except KafkaException as error:
+            log.warning("batch %d: could not abort its transaction: %s", batch_id, error)
 
     def _bounded(
         self,
@@ -307,8 +334,11 @@ class TransactionalBatchWriter:
             return
         self._closed = True
         if self._producer not in self._abandoned:
-            self._producer.flush(30)
-            self._producer.close()
+            try:  # a producer in a fatal state (fenced, failed) raises: nothing left to send
+                self._producer.flush(30)
+                self._producer.close()
+            except KafkaException as error:
+                log.warning("closing the producer: %s", error)
         self._group.close()
 
     def _produce(
@@ -376,6 +406,7 @@ def transient(error: KafkaException) -> bool:
     return bool(cause.retriable() or cause.txn_requires_abort() or cause.code() in _DELIVERY_ERRORS)
 
 
+_PURGED = {KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT}  # records dropped for a cause
 _PERMANENT_ERRORS = {
     KafkaError.MSG_SIZE_TOO_LARGE,
     KafkaError.TOPIC_AUTHORIZATION_FAILED,

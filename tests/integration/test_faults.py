@@ -1,13 +1,16 @@
 """Faults under a running hashtags job. Five SIGKILLs at seeded random points, each followed by a
 restart from the checkpoint: the output equals a clean run's. On a broker of this module's own:
 the broker paused (SIGSTOP) for 20 s mid-stream, and the broker stopped and started again: the
-job recovers without a restart of its own and ends normally. In every case the finals, read
-``read_committed``, equal an independent count: nothing lost, nothing twice."""
+job recovers without a restart of its own and ends normally. The output topic refusing writes
+for 25 s, and deleted then created again: the batch is sent again once it can be. In every case
+the finals, read ``read_committed``, equal an independent count: nothing lost, nothing twice
+(after a deletion: from the first window the recreated topic holds)."""
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -24,7 +27,7 @@ from connectors.broker import LocalBroker, free_port
 from connectors.kafka import ensure_topics, producer
 from tests.support.hashtags import independent_finals
 from tests.support.jobs import crash_and_restart, kill_group, run_to_end, start_job, wait_logged
-from tests.support.kafka import read_all
+from tests.support.kafka import change_acls, delete_topic, read_all, write_denied
 
 pytestmark = pytest.mark.integration
 BASE_MS = 1_760_000_000_000
@@ -35,7 +38,7 @@ SIZE_MS, HOP_MS, LATENESS_MS = 120_000, 30_000, 30_000
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
     data = tmp_path_factory.mktemp("fault-kafka")
-    with LocalBroker(free_port(), data, controller_port=free_port()) as local:
+    with LocalBroker(free_port(), data, controller_port=free_port(), acls=True) as local:
         yield local
 
 
@@ -95,15 +98,18 @@ def finals(bootstrap: str, topic: str) -> dict[int, list[tuple[str, int]]]:
     return {start: top for start, _, final, top in published(bootstrap, topic) if final}
 
 
-def run_through(broker: LocalBroker, tmp_path: Path, fault: Any, seed: int) -> str:
-    """Run the job over 6,000 tweets; inject ``fault`` after its second batch; check finals."""
+def run_with_fault(
+    broker: LocalBroker, tmp_path: Path, fault: Any, seed: int
+) -> tuple[str, list[dict[str, Any]], str]:
+    """Run the job over 6,000 tweets; inject ``fault(tag)`` (``tag`` names the job's topics)
+    after its second batch; check it ends normally. Returns the tag, the tweets and the log."""
     tag = uuid.uuid4().hex[:8]
     tweets = make_tweets(6_000, seed)
     produce(broker.bootstrap, f"tweets-{tag}", tweets)
     job, log = start_job(job_command(broker.bootstrap, tmp_path, tag))
     try:
         assert wait_logged(log, r"batch 2: ", process=job)
-        fault()
+        fault(tag)
         try:
             code = job.wait(400)
         except subprocess.TimeoutExpired:
@@ -112,17 +118,28 @@ def run_through(broker: LocalBroker, tmp_path: Path, fault: Any, seed: int) -> s
         assert code == 0, f"exit code {code}:\n{told[-6000:]}"
     finally:
         kill_group(job)
+    assert read_all(broker.bootstrap, f"late-{tag}") == []
+    return tag, tweets, "".join(log)
+
+
+def run_through(broker: LocalBroker, tmp_path: Path, fault: Any, seed: int) -> str:
+    """:func:`run_with_fault`, then the finals equal an independent count."""
+    tag, tweets, log = run_with_fault(broker, tmp_path, fault, seed)
     expected = independent_finals(tweets, SIZE_MS, HOP_MS, LATENESS_MS)
     assert len(expected) > 150
     assert finals(broker.bootstrap, f"trending-{tag}") == expected
-    assert read_all(broker.bootstrap, f"late-{tag}") == []
-    return "".join(log)
+    return log
+
+
+def longest_batch_s(log: str) -> float:
+    """The longest time a batch took, from the job's progress lines."""
+    return max(float(s) for s in re.findall(r"^.*batch \d+: .* in ([\d.]+)s \(", log, re.M))
 
 
 def test_a_broker_paused_for_20_s_mid_stream_loses_nothing(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
-    def pause() -> None:
+    def pause(_tag: str) -> None:
         assert broker.process is not None
         os.kill(broker.process.pid, signal.SIGSTOP)
         try:
@@ -135,13 +152,76 @@ def test_a_broker_paused_for_20_s_mid_stream_loses_nothing(
 
 
 def test_a_broker_restarted_mid_stream_loses_nothing(broker: LocalBroker, tmp_path: Path) -> None:
-    def restart() -> None:
+    def restart(_tag: str) -> None:
         broker.stop()
         time.sleep(5)
         broker.start()
         broker.wait_ready()
 
     run_through(broker, tmp_path, restart, seed=67)
+
+
+def test_an_output_topic_refusing_writes_stops_the_job_and_a_restart_loses_nothing(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    """Writes to the output topic denied by an ACL mid-stream: the batch fails, the job stops
+    with one clear line naming the refusal; once writes are allowed again a restart from the
+    checkpoint sends that batch again: nothing lost, nothing twice."""
+    tag = uuid.uuid4().hex[:8]
+    tweets = make_tweets(6_000, seed=73)
+    produce(broker.bootstrap, f"tweets-{tag}", tweets)
+    command = job_command(broker.bootstrap, tmp_path, tag)
+    job, log = start_job(command)
+    deny = write_denied(f"trending-{tag}")
+    try:
+        assert wait_logged(log, r"batch 2: ", process=job)
+        change_acls(broker.bootstrap, create=deny)
+        code = job.wait(300)
+    finally:
+        kill_group(job)
+    told = "".join(line for line in log if not line.startswith("%"))
+    assert code != 0, told[-4000:]
+    assert re.search(r"error: .*(?i:authoriz)", told), told[-4000:]
+    change_acls(broker.bootstrap, delete=deny)
+    run_to_end(command)
+    assert finals(broker.bootstrap, f"trending-{tag}") == independent_finals(
+        tweets, SIZE_MS, HOP_MS, LATENESS_MS
+    )
+    assert read_all(broker.bootstrap, f"late-{tag}") == []
+
+
+def test_an_output_topic_deleted_mid_stream_is_written_again_once_recreated(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    """The output topic deleted (with what it held) and created again 15 s later: the batch
+    that met the missing topic is sent again, and every window closing after that has its
+    final, equal to an independent count, with revisions going on where they were."""
+
+    def delete_and_recreate(tag: str) -> None:
+        delete_topic(broker.bootstrap, f"trending-{tag}")
+        time.sleep(15)
+        ensure_topics(broker.bootstrap, [f"trending-{tag}"], partitions=2)
+
+    tag, tweets, log = run_with_fault(broker, tmp_path, delete_and_recreate, seed=79)
+    assert longest_batch_s(log) > 10  # a batch was held by the fault
+    codec = AvroCodec("trending_topk")
+    records = [codec.decode(r.value) for r in read_all(broker.bootstrap, f"trending-{tag}")]
+    by_window: dict[int, list[tuple[int, bool, list[tuple[str, int]]]]] = {}
+    for r in records:
+        top = [(e["hashtag"], e["count"]) for e in r["top"]]
+        by_window.setdefault(r["window_start"], []).append((r["revision"], r["is_final"], top))
+    got_finals = {}
+    for start, seen in by_window.items():
+        seen.sort()
+        revisions = [revision for revision, _, _ in seen]
+        assert revisions == list(range(revisions[0], revisions[0] + len(seen))), (start, seen)
+        assert not any(final for _, final, _ in seen[:-1]), f"window {start} revised after final"
+        if seen[-1][1]:
+            got_finals[start] = seen[-1][2]
+    expected = independent_finals(tweets, SIZE_MS, HOP_MS, LATENESS_MS)
+    first = min(got_finals)
+    assert len(got_finals) > 100  # the job went on writing after the topic came back
+    assert got_finals == {start: top for start, top in expected.items() if start >= first}
 
 
 def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:

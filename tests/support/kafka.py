@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -61,3 +62,53 @@ def _read_until(
             if position.offset >= ends[position.partition]:
                 pending.discard(position.partition)
     return records
+
+
+def write_denied(topic: str) -> Any:
+    """The ACL that denies every unauthenticated client writes to ``topic``."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    return AclBinding(
+        ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+        AclOperation.WRITE, AclPermissionType.DENY,
+    )  # fmt: skip
+
+
+def change_acls(bootstrap: str, create: Any = None, delete: Any = None) -> None:
+    """Create the ACL binding ``create`` or delete those matching ``delete``; waits for it."""
+    from confluent_kafka.admin import AclBindingFilter
+
+    from connectors.kafka import admin
+
+    client = admin(bootstrap)  # kept alive until its answer came
+    if create is not None:
+        futures = list(client.create_acls([create]).values())
+    else:
+        binding = delete
+        selector = AclBindingFilter(
+            binding.restype, binding.name, binding.resource_pattern_type, binding.principal,
+            binding.host, binding.operation, binding.permission_type,
+        )  # fmt: skip
+        futures = list(client.delete_acls([selector]).values())
+    for future in futures:
+        future.result(timeout=30)
+    time.sleep(1)  # the broker applies ACLs from its metadata log
+
+
+def delete_topic(bootstrap: str, topic: str, timeout: float = 30.0) -> None:
+    """Delete ``topic`` and wait until the broker no longer lists it."""
+    from connectors.kafka import admin
+
+    client = admin(bootstrap)
+    for future in client.delete_topics([topic]).values():
+        future.result(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while topic in client.list_topics(timeout=timeout).topics:
+        assert time.monotonic() < deadline, f"topic {topic} still listed after deletion"
+        time.sleep(0.2)

@@ -502,7 +502,10 @@ def _serve(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     while query.isActive and not stop.is_set() and processor.lease_lost is None:
-        query.awaitTermination(1)
+        try:
+            query.awaitTermination(1)
+        except Exception:  # the query failed: reported below, from query.exception()
+            break
     if stop.is_set() or processor.lease_lost is not None:
         query.stop()
     exception = query.exception()
@@ -513,8 +516,20 @@ def _serve(
     if processor.lease_lost is not None:
         raise processor.lease_lost
     if exception is not None and not stop.is_set():
-        raise UserError(f"the streaming query failed: {exception}")
+        raise UserError(_failure(processor, exception))
     return ended
+
+
+def _failure(processor: Any, exception: Any) -> str:
+    """Why the query failed, in one line: the batch's own error when a batch failed (Spark's
+    exception also carries the whole plan; its log has the details)."""
+    if processor.failure is not None:
+        return (
+            f"{processor.failure}; nothing of it was published, and the job sends it again when "
+            "restarted from its checkpoint"
+        )
+    first = str(exception).strip().splitlines()
+    return f"the streaming query failed: {first[0][:500] if first else exception!r}"
 
 
 def _stop(spark: Any, processor: Any, monitoring: Any) -> None:

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from confluent_kafka import KafkaError
+
 from connectors.transactions import TransactionalBatchWriter
 from trending.errors import UserError
 from trending.jobs.batching import batch_bound
@@ -51,6 +53,7 @@ class CommittedBatches(Generic[S]):
     repair: str | None = None  # what settling the checkpoint did, if anything
     lease: CheckpointLease | None = None  # this process's ownership of the checkpoint
     lease_lost: LeaseLost | None = None  # set by the lease's heartbeat when taken over
+    failure: str | None = None  # why the last batch failed, in one line
 
     def _new_stats(self, batch_id: int) -> S:
         raise NotImplementedError
@@ -85,7 +88,11 @@ class CommittedBatches(Generic[S]):
         if batch_id <= self.writer.last_committed:
             stats.skipped = True  # replayed after a crash: its output is already committed
         else:
-            self._process(batch, batch_id, stats)
+            try:
+                self._process(batch, batch_id, stats)
+            except Exception as error:
+                self.failure = f"batch {batch_id} failed: {brief(error)}"
+                raise
         stats.seconds = time.monotonic() - started
         self.history.append(stats)
         for observe in self.observers:  # metrics (trending.metrics)
@@ -94,6 +101,15 @@ class CommittedBatches(Generic[S]):
             except Exception:  # metrics must never fail a batch
                 log.exception("metrics: could not record batch %d", stats.batch_id)
         log.info(self._describe(stats))
+
+
+def brief(error: BaseException) -> str:
+    """``error`` in one line: a Kafka error by its code name and text."""
+    cause = error.args[0] if error.args else None
+    if isinstance(cause, KafkaError):
+        return f"Kafka error {cause.name()}: {cause.str()}"
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
 
 
 STATE_STORE_CONF = {
