@@ -46,13 +46,17 @@ _COMMITS_CONFIG = {
 }
 
 
+Headers = tuple[tuple[str, bytes], ...]
+
+
 @dataclass(frozen=True)
 class OutRecord:
-    """One record to publish: topic, key and value bytes."""
+    """One record to publish: topic, key and value bytes, and headers."""
 
     topic: str
     key: bytes | None
     value: bytes | None
+    headers: Headers = ()
 
 
 RETRY_TIMEOUT_S = 300.0  # how long a batch is sent again after transient Kafka errors
@@ -64,7 +68,8 @@ RECORD_OVERHEAD = 128  # a record's bytes beyond key and value in its batch, wit
 def record_size(record: OutRecord) -> int:
     """The bytes ``record`` takes against a topic's ``max.message.bytes`` (uncompressed: a
     bound, so a record judged to fit always does)."""
-    return len(record.key or b"") + len(record.value or b"") + RECORD_OVERHEAD
+    headers = sum(len(name.encode()) + len(value) + 10 for name, value in record.headers)
+    return len(record.key or b"") + len(record.value or b"") + headers + RECORD_OVERHEAD
 
 
 @dataclass(frozen=True)
@@ -223,7 +228,7 @@ class TransactionalBatchWriter:
         producer.begin_transaction()
         try:
             for record in batch:
-                self._produce(record.topic, record.key, record.value, on_delivery)
+                self._produce(record.topic, record.key, record.value, on_delivery, record.headers)
             value = json.dumps({"batch": batch_id, "state": state}, separators=(",", ":"))
             key = self.transactional_id.encode()
             self._produce(self.commits_topic, key, value.encode(), on_state)
@@ -342,11 +347,17 @@ class TransactionalBatchWriter:
         self._group.close()
 
     def _produce(
-        self, topic: str, key: bytes | None, value: bytes | None, callback: DeliveryCallback
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        callback: DeliveryCallback,
+        headers: Headers = (),
     ) -> None:
+        extra: dict[str, Any] = {"headers": list(headers)} if headers else {}
         while True:
             try:
-                self._producer.produce(topic, value=value, key=key, on_delivery=callback)
+                self._producer.produce(topic, value=value, key=key, on_delivery=callback, **extra)
                 self._producer.poll(0)
                 return
             except BufferError:

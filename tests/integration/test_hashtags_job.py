@@ -265,6 +265,17 @@ def test_late_tweets_are_routed_not_counted(
     job.run(spark)
     assert [r["id"] for r in job.records("late")] == [99_999]
     assert all("latecomer" not in str(r["top"]) for r in job.records())
+    # republished byte for byte, with headers naming where it was read
+    (republished,) = read_all(kafka_bootstrap, job.topics["late"])
+    (source,) = [
+        r for r in read_all(kafka_bootstrap, job.topics["tweets"]) if r.value == republished.value
+    ]
+    assert republished.value == AvroCodec("tweet").encode(late)
+    assert dict(republished.headers) == {
+        "origin.topic": job.topics["tweets"].encode(),
+        "origin.partition": str(source.partition).encode(),
+        "origin.offset": str(source.offset).encode(),
+    }
     assert SlidingWindows(SIZE_MS, HOP_MS).last_end(BASE_MS) <= watermark
     shutil.rmtree(job.checkpoint)
 

@@ -17,6 +17,7 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 def read_all(bootstrap: str, topic: str, timeout: float = 30.0) -> list[Record]:
@@ -57,7 +58,8 @@ def _read_until(
                 raise AssertionError(f"consumer error: {message.error()}")
             partition, offset = message.partition(), message.offset()
             assert partition is not None and offset is not None
-            records.append(Record(partition, offset, message.key(), message.value()))
+            headers = tuple(message.headers() or ())
+            records.append(Record(partition, offset, message.key(), message.value(), headers))
         for position in client.position([TopicPartition(topic, p) for p in pending]):
             if position.offset >= ends[position.partition]:
                 pending.discard(position.partition)

@@ -41,6 +41,11 @@ def test_a_late_event_that_fits_goes_out_as_it_came() -> None:
     stats = Stats()
     record = side().late(origin(b"k", b"v" * 3_000), "late", stats)
     assert (record.topic, record.key, record.value) == ("late", b"k", b"v" * 3_000)
+    assert record.headers == (
+        ("origin.topic", b"tweets"),
+        ("origin.partition", b"3"),
+        ("origin.offset", b"1234"),
+    )
     assert (stats.late, stats.dead) == (1, 0)
 
 
@@ -57,7 +62,11 @@ def test_a_late_event_too_large_for_the_late_topic_is_a_dead_letter_cut_to_fit()
     cut = fields["value"]
     assert isinstance(cut, bytes) and value.startswith(cut) and len(cut) > 2_000
     assert fields["value_size"] == len(value)
-    assert str(fields["reason"]).startswith(f"oversized: {len(value) + 1 + RECORD_OVERHEAD} bytes")
+    # its headers: each name and value, plus 10 bytes of lengths at most
+    headers = sum(len(n) + len(v) + 10 for n, v in [("origin.topic", "tweets"),
+                  ("origin.partition", "3"), ("origin.offset", "1234")])  # fmt: skip
+    late_size = len(value) + 1 + headers + RECORD_OVERHEAD
+    assert str(fields["reason"]).startswith(f"oversized: {late_size} bytes")
     assert "of late, which accepts 4000" in str(fields["reason"])
     assert (stats.late, stats.dead, sum(stats.dead_reasons.values())) == (0, 1, 1)
 

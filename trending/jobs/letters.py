@@ -2,7 +2,8 @@
 
 A dead letter is the envelope of ``schemas/dead_letter.avsc``: the record's own topic,
 partition, offset, key and value bytes, and why it failed. A late event is republished as it
-came (the hashtags job) or in the same envelope (the sensors and windows jobs).
+came (the hashtags job) or in the same envelope (the sensors and windows jobs), with headers
+``origin.topic``, ``origin.partition`` and ``origin.offset`` (decimal text) naming where it was.
 
 A record larger than its topic accepts (``max.message.bytes``) would fail the transaction on
 every retry of its batch. It becomes a dead letter instead, its value cut to fit the dead-letter
@@ -21,6 +22,7 @@ from connectors.avro import AvroCodec
 from connectors.transactions import OutRecord, record_size
 
 OVERSIZED = "oversized"
+ORIGIN_TOPIC, ORIGIN_PARTITION, ORIGIN_OFFSET = "origin.topic", "origin.partition", "origin.offset"
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class SideOutput:
             value = origin.value
         else:
             value = self.late_codec.encode(self._envelope(origin, reason))
-        record = OutRecord(self.late_topic, origin.key, value)
+        record = OutRecord(self.late_topic, origin.key, value, origin_headers(origin))
         if record_size(record) <= self.limit_of(self.late_topic):
             stats.late += 1
             return record
@@ -109,6 +111,15 @@ class SideOutput:
             "failed_at": self.now_ms,
             "value_size": size,
         }
+
+
+def origin_headers(origin: Origin) -> tuple[tuple[str, bytes], ...]:
+    """Headers naming where a republished record came from (decimal text for numbers)."""
+    return (
+        (ORIGIN_TOPIC, origin.topic.encode()),
+        (ORIGIN_PARTITION, str(origin.partition).encode()),
+        (ORIGIN_OFFSET, str(origin.offset).encode()),
+    )
 
 
 def _count_dead(stats: SideStats, reason: str) -> None:
