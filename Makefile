@@ -9,7 +9,7 @@ UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/buil
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all env jars test test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core broker clean check-tools
+.PHONY: all env jars test test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core soak broker clean check-tools
 
 all: env jars
 
@@ -73,6 +73,9 @@ bench-temporal-core: env
 
 bench-hashtags: env jars
 	$(BIN)/python bench/hashtags_bench.py
+
+soak: env jars
+	$(BIN)/python bench/soak_bench.py
 
 clean:
 	rm -rf build $(VENV) checkpoints data .pytest_cache .mypy_cache .ruff_cache

@@ -20,7 +20,7 @@ from trending.spark.clock import DEFAULT_MAX_FUTURE_MS, ClockSkew
 from trending.spark.session import PROVIDER_CONF, ROCKSDB_PROVIDER
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
     from trending.spark.checkpoint import JobCheckpoint
@@ -154,6 +154,13 @@ class JobSettings:
             return ClockSkew(self.max_future_skew_ms, self.max_past_skew_ms)
         except ValueError as error:
             raise UserError(f"--{error}") from error
+
+
+def use_state_store(spark: SparkSession, config: JobSettings) -> None:
+    """Set :data:`STATE_STORE_CONF` on the session, except what the user's ``--conf`` set
+    (e.g. ``trackTotalNumberOfRows=true`` to see the state's row count)."""
+    for key, value in STATE_STORE_CONF.items():
+        spark.conf.set(key, config.spark_conf.get(key, value))
 
 
 def committed_state(writer: TransactionalBatchWriter, parse: Callable[[Any], T]) -> T | None:

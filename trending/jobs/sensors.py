@@ -32,12 +32,12 @@ from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
 from trending.errors import UserError
 from trending.jobs.common import (
-    STATE_STORE_CONF,
     CommittedBatches,
     JobSettings,
     committed_state,
     open_job,
     triggered,
+    use_state_store,
 )
 from trending.jobs.letters import Origin, SideOutput
 from trending.spark.checkpoint import JobCheckpoint
@@ -359,8 +359,7 @@ def start_query(
         partitions=config.topic_partitions,
         extra=config.kafka_options,
     )
-    for key, value in STATE_STORE_CONF.items():
-        spark.conf.set(key, value)
+    use_state_store(spark, config)
     processor = open_processor(spark, config)
     if on_processor is not None:
         on_processor(processor)

@@ -31,12 +31,12 @@ from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
 from trending.errors import UserError
 from trending.jobs.common import (
-    STATE_STORE_CONF,
     CommittedBatches,
     JobSettings,
     committed_state,
     open_job,
     triggered,
+    use_state_store,
 )
 from trending.jobs.letters import Origin, SideOutput
 from trending.spark.checkpoint import JobCheckpoint
@@ -276,8 +276,7 @@ def start_query(
         config.bootstrap, [config.input_topic, *outputs],
         partitions=config.topic_partitions, extra=config.kafka_options,
     )  # fmt: skip
-    for key, value in STATE_STORE_CONF.items():
-        spark.conf.set(key, value)
+    use_state_store(spark, config)
     spark.conf.set(NO_DATA_CONF, "true")  # a batch without input still fires the keys' timers
     if processor is None:
         processor = open_processor(spark, config)
