@@ -245,6 +245,12 @@ def test_late_and_bad_events_are_routed(kafka_bootstrap: str, spark: Any, tmp_pa
     processor.close()
     late_letters = topics.letters(topics.late)
     assert [(d["offset"], d["reason"].split(":")[0]) for d in late_letters] == [(2, "late")]
+    (late_record,) = read_all(kafka_bootstrap, topics.late)
+    assert dict(late_record.headers) == {
+        "origin.topic": topics.input.encode(),
+        "origin.partition": b"0",
+        "origin.offset": b"2",
+    }
     dead = sorted((d["offset"], d["reason"]) for d in topics.letters(topics.dlq))
     assert [offset for offset, _ in dead] == [3, 4, 5, 6, 7]
     # b"\x07not avro": enum index -4

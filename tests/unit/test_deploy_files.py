@@ -30,3 +30,10 @@ def test_compose_runs_the_same_broker_version_and_the_job() -> None:
     assert services["kafka"]["image"] == "apache/kafka:4.1.1"
     assert services["hashtags"]["command"][:2] == ["run", "hashtags"]
     assert (ROOT / services["hashtags"]["build"]["dockerfile"]).is_file()
+
+
+def test_every_job_restarts_when_it_fails() -> None:
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    jobs = [s for s in services.values() if s.get("command", [])[:1] == ["run"]]
+    assert jobs
+    assert all(job.get("restart") in ("on-failure", "unless-stopped", "always") for job in jobs)
