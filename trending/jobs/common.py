@@ -93,6 +93,7 @@ class CommittedBatches(Generic[S]):
             except Exception as error:
                 self.failure = f"batch {batch_id} failed: {brief(error)}"
                 raise
+            self.failure = None  # an earlier failure of this processor was redone
         stats.seconds = time.monotonic() - started
         self.history.append(stats)
         for observe in self.observers:  # metrics (trending.metrics)
