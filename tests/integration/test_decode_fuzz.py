@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics, producer
 from connectors.spark_kafka import decode_avro
-from tests.support.hashtags import independent_finals
+from tests.support.hashtags import independent_finals, random_tweets
 from tests.support.jobs import run_to_end
 from tests.support.kafka import read_all
 
@@ -243,7 +243,6 @@ def test_every_value_is_a_correct_record_or_a_dead_letter(spark: Any, job: str) 
 
 
 TAGS = ["spark", "kafka", "flink", "beam", "storm"]
-BASE_MS = 1_760_000_000_000
 
 
 def garbled(valid: bytes, rng: random.Random) -> bytes | None:
@@ -267,12 +266,7 @@ def test_the_hashtags_job_dead_letters_every_bad_value_and_counts_the_rest_exact
     garbled value is a dead letter naming its offset, the job ends normally, and the finals
     equal an independent count of the valid tweets."""
     rng = random.Random(83)
-    tweets = [
-        {"id": i, "user": f"u{i % 7}", "lang": None,
-         "text": " ".join("#" + t for t in rng.sample(TAGS, rng.randint(0, 3))) + " hi",
-         "created_at": BASE_MS + i * 1_000}
-        for i in range(2_000)
-    ]  # fmt: skip
+    tweets = random_tweets(rng, 2_000, TAGS, 7, 1_000)
     schema = json.loads(schema_json("tweet"))
     values: list[bytes | None] = [encode(plain(schema), t) for t in tweets]
     bad: set[int] = set()

@@ -25,12 +25,11 @@ import pytest
 from connectors.avro import AvroCodec
 from connectors.broker import LocalBroker, free_port
 from connectors.kafka import ensure_topics, producer
-from tests.support.hashtags import independent_finals
+from tests.support.hashtags import independent_finals, random_tweets
 from tests.support.jobs import crash_and_restart, kill_group, run_to_end, start_job, wait_logged
 from tests.support.kafka import change_acls, delete_topic, read_all, write_denied
 
 pytestmark = pytest.mark.integration
-BASE_MS = 1_760_000_000_000
 TAGS = ["spark", "kafka", "flink", "beam", "storm", "samza", "heron", "pulsar"]
 SIZE_MS, HOP_MS, LATENESS_MS = 120_000, 30_000, 30_000
 
@@ -44,13 +43,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
 
 def make_tweets(count: int, seed: int) -> list[dict[str, Any]]:
     """Tweets 1 s apart in event time, shuffled within +-10 s (never late at 30 s lateness)."""
-    rng = random.Random(seed)
-    return [
-        {"id": i, "user": f"u{i % 11}", "lang": None,
-         "text": " ".join("#" + t for t in rng.sample(TAGS, rng.randint(0, 3))) + " hi",
-         "created_at": BASE_MS + i * 1_000 + rng.randrange(-10_000, 10_000)}
-        for i in range(count)
-    ]  # fmt: skip
+    return random_tweets(random.Random(seed), count, TAGS, 11, 1_000, 10_000)
 
 
 def produce(bootstrap: str, topic: str, tweets: list[dict[str, Any]]) -> None:

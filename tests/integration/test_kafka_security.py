@@ -21,12 +21,11 @@ import pytest
 from connectors.avro import AvroCodec
 from connectors.broker import LocalBroker, free_port
 from connectors.kafka import ensure_topics, producer
-from tests.support.hashtags import independent_finals
+from tests.support.hashtags import independent_finals, random_tweets
 
 pytestmark = pytest.mark.integration
 USER = "alice"
 PASSWORD = 'Al1ce "quoted" back\\slash =#! é'  # JAAS and properties escaping both matter
-BASE_MS = 1_760_000_000_000
 TAGS = ["spark", "kafka", "flink", "beam", "storm"]
 SIZE_MS, HOP_MS, LATENESS_MS = 120_000, 30_000, 30_000
 
@@ -62,13 +61,7 @@ def client_settings(password: str = PASSWORD) -> dict[str, str]:
 
 def make_tweets(count: int) -> list[dict[str, Any]]:
     """Tweets 2 s apart in event time, shuffled within +-10 s."""
-    rng = random.Random(5)
-    return [
-        {"id": i, "user": f"u{i % 7}", "lang": None,
-         "text": " ".join("#" + t for t in rng.sample(TAGS, rng.randint(0, 3))) + " hi",
-         "created_at": BASE_MS + i * 2_000 + rng.randrange(-10_000, 10_000)}
-        for i in range(count)
-    ]  # fmt: skip
+    return random_tweets(random.Random(5), count, TAGS, 7, 2_000, 10_000)
 
 
 def produce(bootstrap: str, topic: str, tweets: list[dict[str, Any]]) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from random import Random
 from typing import Any
 
 from trending.text.hashtags import hashtag_keys
+
+BASE_MS = 1_760_000_000_000
 
 
 def independent_finals(
@@ -26,3 +29,17 @@ def independent_finals(
         for start, c in counts.items()
         if c and start + size <= watermark
     }
+
+
+def random_tweets(
+    rng: Random, count: int, tags: list[str], users: int, spacing_ms: int, jitter_ms: int = 0
+) -> list[dict[str, Any]]:
+    """``count`` tweets of 0-3 of ``tags`` each, ``spacing_ms`` apart in event time from
+    :data:`BASE_MS`, each moved by up to ``jitter_ms`` either way."""
+    return [
+        {"id": i, "user": f"u{i % users}", "lang": None,
+         "text": " ".join("#" + t for t in rng.sample(tags, rng.randint(0, 3))) + " hi",
+         "created_at": BASE_MS + i * spacing_ms
+         + (rng.randrange(-jitter_ms, jitter_ms) if jitter_ms else 0)}
+        for i in range(count)
+    ]  # fmt: skip
