@@ -11,7 +11,8 @@ writer) come from, lowest to highest precedence:
 
 Spark's Kafka source (the Java client) gets the same security settings under their Java names
 (:func:`spark_options`); its explicit ``--spark-kafka-option`` flags win. The schema registry
-client gets ``TRENDING_SCHEMA_REGISTRY_<NAME>`` (:func:`registry_settings`).
+client gets ``TRENDING_SCHEMA_REGISTRY_<NAME>`` (:func:`registry_settings`); the jobs' Spark
+executors get the part of them they use (:func:`registry_access`).
 
 Anything that prints settings, or text that may contain them, goes through :func:`masked`,
 :func:`mask_url` or :func:`scrub`.
@@ -19,8 +20,10 @@ Anything that prints settings, or text that may contain them, goes through :func
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +119,50 @@ def registry_settings(environ: Mapping[str, str]) -> dict[str, Any]:
         except ValueError as error:
             raise UserError(f"schema registry setting {key} wants a number") from error
     return settings
+
+
+# Settings of the Python registry client the executors' client understands (see SchemaRegistry.java)
+EXECUTOR_REGISTRY_SETTINGS = (
+    "basic.auth.user.info",
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "timeout",
+    "max.retries",
+)
+UNSUPPORTED_REGISTRY_SETTINGS = ("bearer.auth.credentials.source", "ssl.key.password")
+
+
+@dataclass(frozen=True)
+class SchemaRegistryAccess:
+    """Where the executors find writer schemas: the registry's URL (or URLs, comma-separated)
+    and the client settings of ``TRENDING_SCHEMA_REGISTRY_<NAME>`` (they may hold secrets)."""
+
+    url: str
+    settings: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not all(u.strip().startswith(("http://", "https://")) for u in self.url.split(",")):
+            raise UserError(
+                "the schema registry must be an http(s):// URL the Spark executors can reach "
+                "(mock:// registries live inside one Python process)"
+            )
+        for name in UNSUPPORTED_REGISTRY_SETTINGS:
+            if name in self.settings:
+                raise UserError(f"schema registry setting {name} is not supported by the jobs")
+        source = str(self.settings.get("basic.auth.credentials.source", "USER_INFO")).upper()
+        if source not in ("USER_INFO", "URL"):
+            raise UserError(f"basic.auth.credentials.source {source}: use USER_INFO or URL")
+
+    def executor_settings_json(self) -> str:
+        """The settings the executors' registry client takes, as JSON."""
+        chosen = {k: str(v) for k, v in self.settings.items() if k in EXECUTOR_REGISTRY_SETTINGS}
+        return json.dumps({"url": self.url, **chosen}, sort_keys=True)
+
+
+def registry_access(url: str | None, environ: Mapping[str, str]) -> SchemaRegistryAccess | None:
+    """The executors' access to the registry at ``url`` (None: values are bare Avro bodies)."""
+    return SchemaRegistryAccess(url, registry_settings(environ)) if url else None
 
 
 def spark_options(

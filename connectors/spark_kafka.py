@@ -2,8 +2,10 @@
 
 Values are checked strictly in the JVM (:func:`avro_check`), then decoded with ``from_avro`` in
 PERMISSIVE mode: a value that does not decode yields a null record and a reason, so the job can
-dead-letter it instead of failing or dropping it. With a schema registry the 5-byte Confluent
-header (magic byte 0 + schema id) is checked and skipped.
+dead-letter it instead of failing or dropping it. With a schema registry each value's 5-byte
+Confluent header (magic byte 0 + schema id) names its writer schema, which the executors fetch
+from the registry (cached) and resolve against the job's schema in the JVM
+(``trending.avro.WireDecoder``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
+
+from connectors.kafka_settings import SchemaRegistryAccess
 
 CONFLUENT_HEADER_BYTES = 5
 
@@ -92,7 +96,7 @@ def projected_schema(schema_json: str, fields: Sequence[str]) -> str:
     return json.dumps(schema)
 
 
-def avro_check(spark: SparkSession, schema_json: str, confluent: bool) -> Column:
+def avro_check(spark: SparkSession, schema_json: str, confluent: bool = False) -> Column:
     """Why ``value`` is not exactly one datum of ``schema_json`` (null when it is), checked in
     the JVM before ``from_avro`` reads it (``trending.avro.AvroCheck``): no trailing bytes,
     strings in UTF-8, no length beyond the value (``from_avro`` would allocate what it claims)."""
@@ -105,21 +109,39 @@ def avro_check(spark: SparkSession, schema_json: str, confluent: bool) -> Column
     return F.call_function(name, F.col("value"))
 
 
+def wire_decoder(spark: SparkSession, schema_json: str, registry: SchemaRegistryAccess) -> Column:
+    """``struct<body, reason>`` of a wire-format ``value``: its Avro body in ``schema_json``
+    (resolved from the writer schema its id names) or why there is none."""
+    settings = registry.executor_settings_json()
+    digest = hashlib.sha1((schema_json + settings).encode(), usedforsecurity=False).hexdigest()
+    name = f"trending_wire_{digest[:16]}"
+    if not spark.catalog.functionExists(name):
+        jvm: Any = spark.sparkContext._jvm
+        jvm.trending.avro.WireDecoder.register(spark._jsparkSession, name, schema_json, settings)
+    return F.call_function(name, F.col("value"))
+
+
 def decode_avro(
-    df: DataFrame, schema_json: str, confluent: bool, fields: Sequence[str] | None = None
+    df: DataFrame,
+    schema_json: str,
+    registry: SchemaRegistryAccess | None,
+    fields: Sequence[str] | None = None,
 ) -> DataFrame:
     """Add ``record`` (decoded struct or null) and ``reason`` (why it is null) to Kafka rows.
 
-    ``fields`` limits the decoded struct to those fields (the others are skipped, not built).
+    Without a ``registry`` values are bare Avro bodies of ``schema_json``; with one they are in
+    the Confluent wire format, of any writer schema compatible with ``schema_json``. ``fields``
+    limits the decoded struct to those fields (the others are skipped, not built).
     """
-    body: Column = F.col("value")
-    bad_header: Column = F.lit(False)
-    if confluent:
-        body = F.expr(f"substring(value, {CONFLUENT_HEADER_BYTES + 1})")
-        bad_header = (F.length("value") < CONFLUENT_HEADER_BYTES) | (
-            F.expr("substring(value, 1, 1)") != F.lit(b"\x00")
+    if registry is None:
+        body: Column = F.col("value")
+        malformed = avro_check(df.sparkSession, schema_json, confluent=False)
+        early = F.when(F.col("value").isNull(), F.lit("empty value")).when(
+            malformed.isNotNull(), malformed
         )
-    malformed = avro_check(df.sparkSession, schema_json, confluent)
+    else:
+        df = df.withColumn("_wire", wire_decoder(df.sparkSession, schema_json, registry))
+        body, early = F.col("_wire.body"), F.col("_wire.reason")
     options = {"mode": "PERMISSIVE"}
     reader_schema = schema_json
     if fields is not None:
@@ -131,12 +153,8 @@ def decode_avro(
     undecodable = record.isNull()
     for check in missing:
         undecodable = undecodable | check
-    reason = (
-        F.when(F.col("value").isNull(), F.lit("empty value"))
-        .when(bad_header, F.lit("not in Confluent wire format (magic byte 0 + schema id)"))
-        .when(malformed.isNotNull(), malformed)
-        .when(undecodable, F.lit("value is not valid Avro for the schema"))
-    )
-    return df.withColumn("reason", reason).withColumn(
+    reason = F.coalesce(early, F.when(undecodable, F.lit("value is not valid Avro for the schema")))
+    decoded = df.withColumn("reason", reason).withColumn(
         "record", F.when(F.col("reason").isNull(), record)
     )
+    return decoded.drop("_wire") if registry is not None else decoded

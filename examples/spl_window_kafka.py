@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     spark = build_session("spl-window-kafka", "local[2]", shuffle_partitions=2)
     configure_spark(spark)  # RocksDB state store + no-data batches (timers on idle streams)
     options = source_options(bootstrap, args.topic, max_offsets_per_trigger=args.max_offsets)
-    decoded = decode_avro(read_kafka_stream(spark, options), schema_json("tweet"), confluent=False)
+    decoded = decode_avro(read_kafka_stream(spark, options), schema_json("tweet"), registry=None)
     if args.time_mode == "event":  # a tweet from a bad clock must not move the watermark
         skew = ClockSkew(parse_optional_duration_ms(args.max_future_skew))
         skewed = skew_reason(F.unix_millis("record.created_at"), batch_clock_ms(), skew)

@@ -60,8 +60,18 @@ DEAD_REASONS = {  # the reasons of connectors.spark_kafka.decode_avro, as short 
 MALFORMED_AVRO = "malformed_avro"  # the other reasons of trending.avro.AvroCheck
 INVALID_UTF8 = "invalid_utf8"
 OVERSIZED = "oversized"  # too large for its topic: trending.jobs.letters
+UNKNOWN_SCHEMA = "unknown_schema"  # no schema of that id: trending.avro.WireDecoder
+INCOMPATIBLE_SCHEMA = "incompatible_schema"  # its writer schema cannot be read as the job's
 OTHER_REASON = "other"
-DEAD_LABELS = (*DEAD_REASONS.values(), MALFORMED_AVRO, INVALID_UTF8, OVERSIZED, OTHER_REASON)
+DEAD_LABELS = (
+    *DEAD_REASONS.values(),
+    MALFORMED_AVRO,
+    INVALID_UTF8,
+    OVERSIZED,
+    UNKNOWN_SCHEMA,
+    INCOMPATIBLE_SCHEMA,
+    OTHER_REASON,
+)
 LATE_REASONS = ("windows_final", "behind_watermark")  # hashtags; sensors and temporal windows
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 ROW_BUCKETS = (0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
@@ -291,7 +301,17 @@ def dead_reason_label(reason: str | None) -> str:
         return MALFORMED_AVRO
     if text.startswith(f"{OVERSIZED}: "):
         return OVERSIZED
+    if text.startswith("unknown schema id "):
+        return UNKNOWN_SCHEMA
+    if _WRITER_SCHEMA.search(text):
+        return INCOMPATIBLE_SCHEMA
     return OTHER_REASON
+
+
+_WRITER_SCHEMA = re.compile(
+    r"^(schema id \d+ (is not compatible with|is \S+, not Avro|is not a valid Avro schema)"
+    r"|value of schema id \d+ cannot be read)"
+)
 
 
 _AVRO_CHECK = re.compile(

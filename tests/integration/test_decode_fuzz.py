@@ -219,7 +219,7 @@ def test_every_value_is_a_correct_record_or_a_dead_letter(spark: Any, job: str) 
         raw = spark.createDataFrame(
             rows, "key binary, value binary, topic string, partition int, offset long"
         )
-        decoded = decode_avro(raw, schema_json(name), confluent=False, fields=fields)
+        decoded = decode_avro(raw, schema_json(name), registry=None, fields=fields)
         columns = [  # timestamps as milliseconds: Python's datetime holds years 1-9999 only
             f"unix_millis(record.`{f}`)" if f in timestamps else f"record.`{f}`" for f in kept
         ]

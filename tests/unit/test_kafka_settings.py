@@ -317,6 +317,55 @@ def test_the_registry_client_gets_the_settings_and_hides_the_url_userinfo(
     assert str(caught.value) == "invalid schema registry settings: Invalid url ftp://***@registry"
 
 
+def test_the_executors_get_the_registry_settings_they_use_and_no_repr_shows_them() -> None:
+    import json
+
+    from connectors.kafka_settings import registry_access
+
+    environ = {
+        "TRENDING_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO": "u:hidden-pw",
+        "TRENDING_SCHEMA_REGISTRY_SSL_CA_LOCATION": "/etc/ca.pem",
+        "TRENDING_SCHEMA_REGISTRY_CACHE_CAPACITY": "10",
+        "TRENDING_SCHEMA_REGISTRY_TIMEOUT": "2.5",
+    }
+    access = registry_access("https://r1:8081,https://r2:8081", environ)
+    assert access is not None
+    assert json.loads(access.executor_settings_json()) == {
+        "url": "https://r1:8081,https://r2:8081",
+        "basic.auth.user.info": "u:hidden-pw",
+        "ssl.ca.location": "/etc/ca.pem",
+        "timeout": "2.5",
+    }
+    assert "hidden-pw" not in repr(access)
+    assert registry_access(None, environ) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "environ", "message"),
+    [
+        ("mock://x", {}, "http\\(s\\):// URL the Spark executors can reach"),
+        ("http://r", {"TRENDING_SCHEMA_REGISTRY_SSL_KEY_PASSWORD": "k"}, "ssl.key.password"),
+        (
+            "http://r",
+            {"TRENDING_SCHEMA_REGISTRY_BEARER_AUTH_CREDENTIALS_SOURCE": "STATIC_TOKEN"},
+            "bearer.auth.credentials.source",
+        ),
+        (
+            "http://r",
+            {"TRENDING_SCHEMA_REGISTRY_BASIC_AUTH_CREDENTIALS_SOURCE": "SASL_INHERIT"},
+            "SASL_INHERIT: use USER_INFO or URL",
+        ),
+    ],
+)
+def test_registry_settings_the_executors_cannot_honour_stop_the_job_at_start(
+    url: str, environ: dict[str, str], message: str
+) -> None:
+    from connectors.kafka_settings import registry_access
+
+    with pytest.raises(UserError, match=message):
+        registry_access(url, environ)
+
+
 # --- the local broker with SASL/PLAIN -------------------------------------------------------
 
 

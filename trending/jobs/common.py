@@ -5,6 +5,7 @@ its last batch."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import KafkaError
 
+from connectors.kafka_settings import SchemaRegistryAccess, registry_access
 from connectors.transactions import TransactionalBatchWriter
 from trending.errors import UserError
 from trending.jobs.batching import batch_bound
@@ -147,6 +149,11 @@ class JobSettings:
     def batch_bound(self) -> int | None:
         """Spark's ``maxOffsetsPerTrigger`` (see :func:`trending.jobs.batching.batch_bound`)."""
         return batch_bound(self.max_offsets_per_trigger, self.trigger_ms)
+
+    @property
+    def registry(self) -> SchemaRegistryAccess | None:
+        """How the executors reach the schema registry (None: input values are bare Avro)."""
+        return registry_access(self.schema_registry_url, os.environ)
 
     @property
     def clock_skew(self) -> ClockSkew:

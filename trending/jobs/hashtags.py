@@ -255,13 +255,13 @@ def start_query(
         config.batch_bound,
         config.spark_kafka_options,
     )
-    confluent = config.schema_registry_url is not None
+    registry = config.registry
     if config.warm_up_rows:
-        warm_up(spark, processor.state, processor.tweet_schema, confluent, config, options)
+        warm_up(spark, processor.state, processor.tweet_schema, registry, config, options)
     records = hashtag_records(
         read_kafka_stream(spark, options),
         processor.tweet_schema,
-        confluent,
+        registry,
         config.windows,
         processor.job_id,
         config.lateness_ms,

@@ -180,6 +180,7 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         self.job_id = job_id
         self.writer = writer
         self.state = committed_state(writer, DriverState.from_json) or DriverState()
+        self.registry = config.registry
         url = config.schema_registry_url
         self.dead_codec = AvroCodec("dead_letter", url, subject=f"{config.dead_letter_topic}-value")
         self.late_codec = AvroCodec("dead_letter", url, subject=f"{config.late_topic}-value")
@@ -217,10 +218,9 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         return _describe(stats)
 
     def _process(self, batch: DataFrame, batch_id: int, stats: SensorBatchStats) -> None:
-        confluent = self.config.schema_registry_url is not None
         clock = time.monotonic()
         events = sensor_events(
-            batch, self.topics, confluent, self.state.watermark_ms, self.config.clock_skew
+            batch, self.topics, self.registry, self.state.watermark_ms, self.config.clock_skew
         ).persist()
         try:
             figures = batch_figures(events)

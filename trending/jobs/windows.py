@@ -290,9 +290,8 @@ def start_query(
         config.batch_bound,
         config.spark_kafka_options,
     )
-    confluent = config.schema_registry_url is not None
     events = temporal_events(
-        read_kafka_stream(spark, options), schema_json("interval_event"), confluent,
+        read_kafka_stream(spark, options), schema_json("interval_event"), config.registry,
         config.lateness_ms, config.clock_skew,
     )  # fmt: skip
     writer = (

@@ -39,6 +39,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
+from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
 from trending.spark.clock import ClockSkew, batch_clock_ms, skew_reason
 from trending.windows.sliding import SlidingWindows
@@ -76,7 +77,8 @@ def register_functions(spark: SparkSession) -> None:
 
 
 def hashtag_records(
-    raw: DataFrame, schema_json: str, confluent: bool, windows: SlidingWindows, job: str,
+    raw: DataFrame, schema_json: str, registry: SchemaRegistryAccess | None,
+    windows: SlidingWindows, job: str,
     lateness_ms: int, skew: ClockSkew,
 ) -> DataFrame:  # fmt: skip
     """Decoded streaming Kafka records with their kind (see the module docstring).
@@ -85,7 +87,7 @@ def hashtag_records(
     watermark follows the event times of the on-time tweets, with delay = lateness. A tweet
     whose time is too far from the batch's clock (``skew``) is ``DEAD``.
     """
-    decoded = decode_avro(raw, schema_json, confluent, fields=("text", "created_at"))
+    decoded = decode_avro(raw, schema_json, registry, fields=("text", "created_at"))
     event_ms = F.unix_millis(F.col("record.created_at"))
     watermark = F.call_function(WATERMARK_FUNCTION[0], F.lit(job))
     skewed = skew_reason(event_ms, batch_clock_ms(), skew)
@@ -175,7 +177,7 @@ def warm_up(
     spark: SparkSession,
     state: HashtagState,
     schema_json: str,
-    confluent: bool,
+    registry: SchemaRegistryAccess | None,
     config: Any,
     kafka_options: Mapping[str, str] | None = None,
 ) -> None:
@@ -187,16 +189,20 @@ def warm_up(
     the first batch. Nothing is written.
     """
     rows = config.warm_up_rows
-    batches = [_synthetic_batch(spark, schema_json, confluent, rows)]
+    # the synthetic tweets are bare Avro: their warm-up asks no registry
+    batches: list[tuple[DataFrame, SchemaRegistryAccess | None]] = [
+        (_synthetic_batch(spark, schema_json, rows), None)
+    ]
     if kafka_options:
         batch_options = {k: v for k, v in kafka_options.items() if k not in _STREAM_ONLY}
         batch_options["startingOffsets"] = "earliest"  # "latest" is not allowed in batch reads
-        batches.append(spark.read.format("kafka").options(**batch_options).load().limit(rows // 10))
-    for raw in batches:
+        topic = spark.read.format("kafka").options(**batch_options).load().limit(rows // 10)
+        batches.append((topic, registry))
+    for raw, wire in batches:
         records = hashtag_records(
             raw,
             schema_json,
-            confluent,
+            wire,
             config.windows,
             state.job,
             config.lateness_ms,
@@ -208,9 +214,7 @@ def warm_up(
 _STREAM_ONLY = {"maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"}
 
 
-def _synthetic_batch(
-    spark: SparkSession, schema_json: str, confluent: bool, rows: int
-) -> DataFrame:
+def _synthetic_batch(spark: SparkSession, schema_json: str, rows: int) -> DataFrame:
     """``rows`` Kafka-shaped records of Avro tweets with a few hashtags and a URL each."""
     i = F.col("id")
     text = F.concat(
@@ -225,8 +229,6 @@ def _synthetic_batch(
         F.lit(None).cast("string").alias("lang"),
     )
     value = to_avro(tweet, schema_json)
-    if confluent:
-        value = F.concat(F.lit(b"\x00\x00\x00\x00\x01"), value)
     return spark.range(rows).select(
         F.lit(None).cast("binary").alias("key"),
         value.alias("value"),

@@ -22,6 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
+from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
 from trending.spark.clock import CLOCK_COLUMN, ClockSkew, clock_of, skew_reason
 
@@ -48,7 +49,7 @@ class SensorTopics:
 def sensor_events(
     raw: DataFrame,
     topics: SensorTopics,
-    confluent: bool,
+    registry: SchemaRegistryAccess | None,
     watermark_ms: int | None,
     skew: ClockSkew,
 ) -> DataFrame:
@@ -59,11 +60,11 @@ def sensor_events(
     time is too far from the batch's clock (``skew``) is ``DEAD``.
     """
     readings = _decoded(
-        raw.where(F.col("topic") == topics.readings), topics.reading_schema, confluent,
+        raw.where(F.col("topic") == topics.readings), topics.reading_schema, registry,
         READING, "sensor_id", "value",
     )  # fmt: skip
     queries = _decoded(
-        raw.where(F.col("topic") == topics.queries), topics.query_schema, confluent,
+        raw.where(F.col("topic") == topics.queries), topics.query_schema, registry,
         QUERY, "query_id", "distance",
     )  # fmt: skip
     events = readings.unionByName(queries)
@@ -74,9 +75,14 @@ def sensor_events(
 
 
 def _decoded(
-    raw: DataFrame, schema_json: str, confluent: bool, kind: int, id_field: str, v_field: str
+    raw: DataFrame,
+    schema_json: str,
+    registry: SchemaRegistryAccess | None,
+    kind: int,
+    id_field: str,
+    v_field: str,
 ) -> DataFrame:
-    decoded = decode_avro(raw, schema_json, confluent)
+    decoded = decode_avro(raw, schema_json, registry)
     record = F.col("record")
     return decoded.select(
         F.lit(kind).alias("kind"),

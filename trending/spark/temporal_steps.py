@@ -43,6 +43,7 @@ from pyspark.sql.streaming.stateful_processor import (
     TimerValues,
 )
 
+from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
 from trending.spark.clock import ClockSkew, batch_clock_ms, skew_reason
 from trending.windows.temporal import (
@@ -75,7 +76,11 @@ OUTPUT_SCHEMA = (
 
 
 def temporal_events(
-    raw: DataFrame, schema_json: str, confluent: bool, lateness_ms: int, skew: ClockSkew
+    raw: DataFrame,
+    schema_json: str,
+    registry: SchemaRegistryAccess | None,
+    lateness_ms: int,
+    skew: ClockSkew,
 ) -> DataFrame:
     """Decoded Kafka records with kind, sync time and watermark mark, under Spark's watermark.
 
@@ -83,7 +88,7 @@ def temporal_events(
     event whose sync time is too far from the batch's clock (``skew``; a CTI at the end of time,
     which closes the input, excepted) is ``DEAD`` with the reason.
     """
-    decoded = decode_avro(raw, schema_json, confluent)
+    decoded = decode_avro(raw, schema_json, registry)
     record = F.col("record")
     kind = F.coalesce(
         *(F.when(record.getField("kind") == F.lit(name), F.lit(code))

@@ -1,0 +1,123 @@
+"""Jobs reading the Confluent wire format with a schema registry over HTTP (basic auth).
+
+The registry is the test one of :mod:`tests.support.registry` (no registry server installs
+here). Producers wrote the input with two writer schemas: the job's own and an evolution of it
+(fields reordered, one dropped, one added, an int the reader widens to long); other records name
+an id the registry does not know, or a schema no tweet can be read from. The rule: every record
+of a compatible writer counts exactly as if written with the job's schema, the others are dead
+letters with their reason, and the registry's password appears nowhere in the job's log.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+
+from connectors.avro import AvroCodec
+from connectors.kafka import ensure_topics, producer
+from tests.support.hashtags import independent_finals, random_tweets
+from tests.support.jobs import run_to_end
+from tests.support.kafka import read_all
+from tests.support.registry import RunningRegistry, schema_registry
+
+pytestmark = pytest.mark.integration
+
+PASSWORD = "reg-Pa55-word"
+EVOLVED = {
+    "type": "record", "name": "Tweet", "namespace": "trending",
+    "fields": [
+        {"name": "created_at", "type": "long"},
+        {"name": "text", "type": "string"},
+        {"name": "id", "type": "int"},
+        {"name": "user", "type": "string"},
+        {"name": "client", "type": "string", "default": ""},
+    ],
+}  # fmt: skip
+INCOMPATIBLE = {
+    "type": "record", "name": "Tweet", "namespace": "trending",
+    "fields": [{"name": "text", "type": "long"}],
+}  # fmt: skip
+
+
+@pytest.fixture()
+def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningRegistry]:
+    """A registry that wants basic auth; the credentials reach clients via the environment."""
+    monkeypatch.setenv("TRENDING_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO", f"jobs:{PASSWORD}")
+    with schema_registry(users={"jobs": PASSWORD}) as running:
+        yield running
+
+
+def wire(schema_id: int, schema: dict[str, Any], record: dict[str, Any]) -> bytes:
+    """Magic byte 0, the id in 4 big-endian bytes, the body (fastavro, the writer's schema)."""
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), record)
+    return b"\x00" + schema_id.to_bytes(4, "big") + out.getvalue()
+
+
+def test_the_hashtags_job_reads_every_compatible_writer_schema(
+    kafka_bootstrap: str, registry: RunningRegistry, tmp_path: Path
+) -> None:
+    rng = random.Random(29)
+    tweets = random_tweets(rng, 1_500, ["spark", "kafka", "flink", "avro"], 9, 800)
+    own = AvroCodec("tweet", registry.url, subject="tweets-value")  # registers over HTTP
+    evolved_id = registry.state.add("tweets-value", json.dumps(EVOLVED))
+    incompatible_id = registry.state.add("other-value", json.dumps(INCOMPATIBLE))
+    unknown_id = max(evolved_id, incompatible_id, own.schema_id or 0) + 1_000
+    values: list[bytes] = []
+    dead: dict[int, str] = {}
+    for i, tweet in enumerate(tweets):
+        if i % 2:
+            evolved = {**tweet, "client": "app"}
+            values.append(wire(evolved_id, EVOLVED, evolved))
+        else:
+            values.append(own.encode(tweet))
+        if i % 97 == 5:
+            dead[len(values)] = f"unknown schema id {unknown_id}"
+            values.append(b"\x00" + unknown_id.to_bytes(4, "big") + values[-1][5:])
+        if i % 89 == 7:
+            dead[len(values)] = (
+                f"schema id {incompatible_id} is not compatible with the job's schema "
+                "trending.Tweet"
+            )
+            values.append(wire(incompatible_id, INCOMPATIBLE, {"text": i}))
+    tag = uuid.uuid4().hex[:8]
+    ensure_topics(kafka_bootstrap, [f"tweets-{tag}"], partitions=1)
+    sink = producer(kafka_bootstrap)
+    sink.produce_many(f"tweets-{tag}", ((b"k", v) for v in values))  # type: ignore[misc]
+    sink.flush(30)
+    command = [
+        sys.executable, "-m", "trending.cli", "run", "hashtags", "--available-now",
+        "--master", "local[2]", "--bootstrap-servers", kafka_bootstrap,
+        "--schema-registry-url", registry.url,
+        "--size", "120s", "--hop", "30s", "--lateness", "0s", "--partitions", "1",
+        "--max-offsets-per-trigger", "600", "--input-topic", f"tweets-{tag}",
+        "--output-topic", f"trending-{tag}", "--late-topic", f"late-{tag}",
+        "--dead-letter-topic", f"dlq-{tag}", "--checkpoint", str(tmp_path / "checkpoint"),
+        "--metrics-port", "0",
+    ]  # fmt: skip
+    log = run_to_end(command)
+    assert PASSWORD not in log
+    letters = [
+        AvroCodec("dead_letter", registry.url).decode(r.value)
+        for r in read_all(kafka_bootstrap, f"dlq-{tag}")
+    ]
+    assert {letter["offset"]: letter["reason"] for letter in letters} == dead
+    assert all(letter["value"] == values[letter["offset"]] for letter in letters)
+    topk = AvroCodec("trending_topk", registry.url)
+    finals = {
+        r["window_start"]: [(e["hashtag"], e["count"]) for e in r["top"]]
+        for r in (topk.decode(x.value) for x in read_all(kafka_bootstrap, f"trending-{tag}"))
+        if r["is_final"]
+    }
+    assert finals == independent_finals(tweets, 120_000, 30_000, 0)
+    # one lookup per writer schema the job met, not one per record
+    assert registry.state.lookups(evolved_id) <= 2

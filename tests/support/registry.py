@@ -1,0 +1,144 @@
+"""A schema registry over HTTP for tests: the subset of Confluent's REST API the clients use.
+
+No registry server installs on these machines (see the environment notes), and Spark's executors
+cannot reach confluent-kafka's in-process ``mock://`` one. This one serves
+``POST /subjects/{subject}/versions`` and ``GET /schemas/ids/{id}`` from a thread of the test
+process, with optional basic auth, an outage switch and a log of the requests it answered.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FIRST_ID = 101  # ids far from 0 and 1, so a test cannot pass by guessing them
+
+
+@dataclass
+class RegistryState:
+    """What the registry holds and how it behaves."""
+
+    users: dict[str, str] = field(default_factory=dict)  # basic auth; empty: no auth
+    down: bool = False  # answer 503 to everything
+    schemas: dict[int, dict[str, Any]] = field(default_factory=dict)
+    versions: dict[str, list[int]] = field(default_factory=dict)
+    requests: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, subject: str, schema: str, schema_type: str = "AVRO") -> int:
+        """Register ``schema`` under ``subject`` (an identical one keeps its id)."""
+        entry = {"schema": schema, "schemaType": schema_type}
+        with self.lock:
+            found = next((i for i, e in self.schemas.items() if e == entry), None)
+            schema_id = found if found is not None else FIRST_ID + len(self.schemas)
+            self.schemas[schema_id] = entry
+            ids = self.versions.setdefault(subject, [])
+            if schema_id not in ids:
+                ids.append(schema_id)
+            return schema_id
+
+    def lookups(self, schema_id: int) -> int:
+        """How many times the writer schema ``schema_id`` was asked for."""
+        return sum(1 for line in self.requests if line == f"GET /schemas/ids/{schema_id}")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if not self._admitted(f"GET {path}"):
+            return
+        match = re.fullmatch(r"/schemas/ids/(\d+)", path)
+        state = self.server.state
+        if match is None or int(match.group(1)) not in state.schemas:
+            self._answer(404, {"error_code": 40403, "message": "Schema not found"})
+            return
+        entry = state.schemas[int(match.group(1))]
+        body = {"schema": entry["schema"]}
+        if entry["schemaType"] != "AVRO":
+            body["schemaType"] = entry["schemaType"]
+        self._answer(200, body)
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if not self._admitted(f"POST {path}"):
+            return
+        match = re.fullmatch(r"/subjects/([^/]+)/versions", path)
+        if match is None:
+            self._answer(404, {"error_code": 404, "message": "Not found"})
+            return
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        subject = match.group(1)
+        schema_id = self.server.state.add(
+            subject, request["schema"], request.get("schemaType") or "AVRO"
+        )
+        version = self.server.state.versions[subject].index(schema_id) + 1
+        self._answer(200, {"id": schema_id, "subject": subject, "version": version})
+
+    def _admitted(self, line: str) -> bool:
+        state = self.server.state
+        with state.lock:
+            state.requests.append(line)
+        if state.down:
+            self._answer(503, {"error_code": 50301, "message": "Service unavailable"})
+            return False
+        if state.users and self._user() not in state.users.items():
+            self._answer(401, {"error_code": 40101, "message": "Unauthorized"})
+            return False
+        return True
+
+    def _user(self) -> tuple[str, str] | None:
+        header = self.headers.get("Authorization", "")
+        if not header.startswith("Basic "):
+            return None
+        user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+        return user, password
+
+    def _answer(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, state: RegistryState) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.state = state
+
+
+@dataclass
+class RunningRegistry:
+    """A registry answering at ``url``."""
+
+    url: str
+    state: RegistryState
+
+
+@contextmanager
+def schema_registry(users: dict[str, str] | None = None) -> Iterator[RunningRegistry]:
+    """Serve a registry on a free local port until the block ends."""
+    state = RegistryState(users=dict(users or {}))
+    server = _Server(state)
+    thread = threading.Thread(target=server.serve_forever, name="test-registry", daemon=True)
+    thread.start()
+    try:
+        yield RunningRegistry(f"http://127.0.0.1:{server.server_address[1]}", state)
+    finally:
+        server.shutdown()
+        server.server_close()
