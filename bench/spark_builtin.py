@@ -20,7 +20,7 @@ from trending.spark.session import build_session
 def main(bootstrap: str, topic: str, out_topic: str, checkpoint: str) -> None:
     spark = build_session("bench-spark-builtin", "local[2]", shuffle_partitions=2)
     tweets = decode_avro(
-        read_kafka_stream(spark, source_options(bootstrap, topic)), schema_json("tweet"), False
+        read_kafka_stream(spark, source_options(bootstrap, topic)), schema_json("tweet"), None
     )
     counts = (
         tweets.where(F.col("reason").isNull())

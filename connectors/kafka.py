@@ -218,12 +218,23 @@ class CheckedProducer:
             self.errors.append(f"fatal producer error: {error.str()}")
 
     def produce(
-        self, topic: str, value: bytes, key: bytes | None = None, partition: int = -1
+        self,
+        topic: str,
+        value: bytes,
+        key: bytes | None = None,
+        partition: int = -1,
+        *,
+        headers: Sequence[tuple[str, bytes | None]] = (),
+        timestamp_ms: int = 0,
     ) -> None:
-        """Queue one record, waiting for room in the queue when it is full."""
+        """Queue one record, waiting for room in the queue when it is full (``timestamp_ms``
+        0: the producer's clock)."""
+        extra: dict[str, Any] = {"timestamp": timestamp_ms}
+        if headers:
+            extra["headers"] = list(headers)
         while True:
             try:
-                self.client.produce(topic, value, key, partition)
+                self.client.produce(topic, value, key, partition, **extra)
                 return
             except BufferError:
                 self.client.poll(0.05)

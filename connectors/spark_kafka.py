@@ -41,7 +41,7 @@ def source_options(
         "subscribe": topic,
         "startingOffsets": starting_offsets,
         "failOnDataLoss": "true",
-        "includeHeaders": "false",
+        "includeHeaders": "true",  # dead letters carry the record's headers
     }
     if max_offsets_per_trigger:
         options["maxOffsetsPerTrigger"] = str(max_offsets_per_trigger)
@@ -75,7 +75,8 @@ def _spark_option_name(key: str) -> str:
 
 
 def read_kafka_stream(spark: SparkSession, options: Mapping[str, str]) -> DataFrame:
-    """A streaming DataFrame of Kafka records (key, value, topic, partition, offset, timestamp)."""
+    """A streaming DataFrame of Kafka records (key, value, topic, partition, offset, timestamp,
+    timestampType, and headers when ``includeHeaders`` is set)."""
     return spark.readStream.format("kafka").options(**options).load()
 
 

@@ -46,7 +46,7 @@ _COMMITS_CONFIG = {
 }
 
 
-Headers = tuple[tuple[str, bytes], ...]
+Headers = tuple[tuple[str, bytes | None], ...]  # a Kafka header's value may be null
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ RECORD_OVERHEAD = 128  # a record's bytes beyond key and value in its batch, wit
 def record_size(record: OutRecord) -> int:
     """The bytes ``record`` takes against a topic's ``max.message.bytes`` (uncompressed: a
     bound, so a record judged to fit always does)."""
-    headers = sum(len(name.encode()) + len(value) + 10 for name, value in record.headers)
+    headers = sum(len(name.encode()) + len(value or b"") + 10 for name, value in record.headers)
     return len(record.key or b"") + len(record.value or b"") + headers + RECORD_OVERHEAD
 
 

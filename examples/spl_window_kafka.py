@@ -8,12 +8,13 @@ Reads Avro tweets (``schemas/tweet.avsc``) with Spark's Kafka source, runs the w
 ``user`` with :func:`trending.spark.spl_runner.apply_window` and writes one JSON record per
 window event (key = user) to ``--output-topic``, trigger rows with the window content
 (``--no-include-window`` leaves it out: see the runner's output). Tweets that do not decode go to
-``--dead-letter-topic`` with the reason, as in the trending job. Both are published exactly
-once (:func:`trending.jobs.sink.publish_exactly_once`): a crash and a restart from
-``--checkpoint`` publish nothing twice and lose nothing, for readers with
-``isolation.level=read_committed``. Time policies: pass
-``--time-mode event`` (clock = ``created_at``, ``--watermark``) or ``--time-mode processing``.
-``--available-now`` processes what the topic holds and exits; otherwise it runs until stopped.
+``--dead-letter-topic`` in the envelope of ``schemas/dead_letter.avsc`` (the record's topic,
+partition, offset, timestamp, headers, key and value, and the reason), as in the trending job.
+Both are published exactly once (:func:`trending.jobs.sink.publish_exactly_once`): a crash and
+a restart from ``--checkpoint`` publish nothing twice and lose nothing, for readers with
+``isolation.level=read_committed``. Time policies: pass ``--time-mode event`` (clock =
+``created_at``, ``--watermark``) or ``--time-mode processing``. ``--available-now`` processes what
+the topic holds and exits; otherwise it runs until stopped.
 """
 
 from __future__ import annotations
@@ -70,12 +71,27 @@ def load_spec(text: str) -> dict[str, Any]:
     return spec
 
 
+def dead_letter() -> Any:
+    """The dead-letter envelope of a Kafka row with a ``reason`` (``schemas/dead_letter.avsc``)."""
+    from pyspark.sql import functions as F
+
+    headers = F.coalesce("headers", F.array().cast("array<struct<key:string,value:binary>>"))
+    return F.struct(
+        "topic", "partition", "offset", "key", "value", "reason",
+        F.current_timestamp().alias("failed_at"),
+        F.lit(None).cast("long").alias("value_size"),
+        "timestamp",
+        headers.alias("headers"),
+    )  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
     logging.getLogger("trending").setLevel(logging.INFO)
     from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import to_avro
 
     from connectors.avro import schema_json
     from connectors.kafka import ensure_topics, resolve_bootstrap
@@ -119,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     dead = decoded.where("reason IS NOT NULL").select(
         F.lit(args.dead_letter_topic).alias("topic"),
         F.col("key"),
-        F.to_json(F.struct("topic", "partition", "offset", "reason")).cast("binary").alias("value"),
+        to_avro(dead_letter(), schema_json("dead_letter")).alias("value"),
     )
     checkpoint = args.checkpoint or tempfile.mkdtemp(prefix="spl-window-kafka-")
     settings = JobSettings(bootstrap, checkpoint, available_now=args.available_now)

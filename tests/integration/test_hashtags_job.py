@@ -68,13 +68,27 @@ def make_tweets(count: int, seed: int, start_index: int = 0) -> list[dict[str, A
     return tweets
 
 
+# Kafka headers and a record timestamp that routed records must keep (a repeated name, a null)
+HEADERS = [("trace-id", b"\x00\x01"), ("no-value", None), ("trace-id", b"again")]
+RECORD_TS = 1_700_000_000_321
+
+
 def produce(
-    bootstrap: str, topic: str, tweets: list[dict[str, Any]], extra: tuple[bytes | None, ...] = ()
+    bootstrap: str,
+    topic: str,
+    tweets: list[dict[str, Any]],
+    extra: tuple[bytes | None, ...] = (),
+    *,
+    headers: list[tuple[str, bytes | None]] | None = None,
+    timestamp_ms: int = 0,
 ) -> None:
     codec = AvroCodec("tweet")
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for tweet in tweets:
-        producer.produce(topic, codec.encode(tweet), key=str(tweet["id"]).encode())
+        producer.produce(
+            topic, codec.encode(tweet), key=str(tweet["id"]).encode(), headers=headers,
+            timestamp=timestamp_ms,
+        )  # fmt: skip
         producer.poll(0)
     for raw in extra:
         producer.produce(topic, raw, key=b"bad")
@@ -261,21 +275,22 @@ def test_late_tweets_are_routed_not_counted(
     job.run(spark)
     watermark = watermark_after(on_time)
     late = {"id": 99_999, "user": "late", "text": "#latecomer", "created_at": BASE_MS, "lang": None}
-    produce(kafka_bootstrap, job.topics["tweets"], [late])
+    produce(kafka_bootstrap, job.topics["tweets"], [late], headers=HEADERS)
     job.run(spark)
     assert [r["id"] for r in job.records("late")] == [99_999]
     assert all("latecomer" not in str(r["top"]) for r in job.records())
-    # republished byte for byte, with headers naming where it was read
+    # republished byte for byte, its own headers kept, then headers naming where it was read
     (republished,) = read_all(kafka_bootstrap, job.topics["late"])
     (source,) = [
         r for r in read_all(kafka_bootstrap, job.topics["tweets"]) if r.value == republished.value
     ]
     assert republished.value == AvroCodec("tweet").encode(late)
-    assert dict(republished.headers) == {
-        "origin.topic": job.topics["tweets"].encode(),
-        "origin.partition": str(source.partition).encode(),
-        "origin.offset": str(source.offset).encode(),
-    }
+    assert list(republished.headers) == [
+        *HEADERS,
+        ("origin.topic", job.topics["tweets"].encode()),
+        ("origin.partition", str(source.partition).encode()),
+        ("origin.offset", str(source.offset).encode()),
+    ]
     assert SlidingWindows(SIZE_MS, HOP_MS).last_end(BASE_MS) <= watermark
     shutil.rmtree(job.checkpoint)
 
@@ -291,7 +306,11 @@ def test_a_tweet_from_a_bad_clock_is_dead_lettered_and_moves_no_watermark(
                  "created_at": 253_402_300_799_000}  # fmt: skip
     in_micros = {"id": 90_002, "user": "clock", "text": "#micros", "lang": None,
                  "created_at": (BASE_MS + 60_000) * 1_000}  # fmt: skip
-    produce(kafka_bootstrap, job.topics["tweets"], [*first, year_9999, in_micros])
+    produce(kafka_bootstrap, job.topics["tweets"], first)
+    produce(
+        kafka_bootstrap, job.topics["tweets"], [year_9999, in_micros], headers=HEADERS,
+        timestamp_ms=RECORD_TS,
+    )  # fmt: skip
     job.run(spark)
     produce(kafka_bootstrap, job.topics["tweets"], second)
     job.run(spark)
@@ -304,6 +323,10 @@ def test_a_tweet_from_a_bad_clock_is_dead_lettered_and_moves_no_watermark(
         ("future-timestamp", b"90001"), ("future-timestamp", b"90002")]  # fmt: skip
     codec = AvroCodec("tweet")
     assert sorted(codec.decode(d["value"])["id"] for d in letters) == [90_001, 90_002]
+    # each letter carries the record's own Kafka timestamp and headers
+    assert [(d["timestamp"], d["headers"]) for d in letters] == [
+        (RECORD_TS, [{"key": k, "value": v} for k, v in HEADERS])
+    ] * 2
 
 
 def test_records_too_large_for_their_topic_become_dead_letters_cut_to_fit(

@@ -97,6 +97,13 @@ def oracle(
     return matches, popular
 
 
+# Kafka-only fields of a test event: headers and a record timestamp routed records must keep
+KAFKA_ONLY = ("headers", "timestamp_ms")
+HEADERS = [("trace-id", b"\x00\x01"), ("no-value", None), ("trace-id", b"again")]
+HEADER_RECORDS = [{"key": k, "value": v} for k, v in HEADERS]
+RECORD_TS = 1_700_000_000_321
+
+
 class Job:
     """One job's topics and checkpoint."""
 
@@ -114,7 +121,7 @@ class Job:
         topics = {"r": self.topics["readings"], "q": self.topics["queries"]}
         producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
         for event in events:
-            record = {k: v for k, v in event.items() if k != "kind"}
+            record = {k: v for k, v in event.items() if k not in ("kind", *KAFKA_ONLY)}
 
             def delivered(error: Any, message: Any, event: Event = event) -> None:
                 assert error is None
@@ -123,7 +130,8 @@ class Job:
             key = str(event.get("sensor_id", event.get("query_id"))).encode()
             producer.produce(
                 topics[event["kind"]], codecs[event["kind"]].encode(record), key=key,
-                on_delivery=delivered,
+                on_delivery=delivered, headers=event.get("headers"),
+                timestamp=event.get("timestamp_ms", 0),
             )  # fmt: skip
             producer.poll(0)
         for raw in extra:
@@ -251,6 +259,7 @@ def test_late_events_are_routed_and_other_settings_refused(
     job.run(spark)
     late = {"kind": "q", "query_id": 10**9, "x": 0.5, "y": 0.5, "distance": 1.0}
     late["ts"] = BASE_MS - 10_000
+    late["headers"], late["timestamp_ms"] = HEADERS, RECORD_TS
     job.produce([late])
     processor = job.run(spark)
     assert [s.late for s in processor.history] == [1]
@@ -258,6 +267,7 @@ def test_late_events_are_routed_and_other_settings_refused(
     letters = [codec.decode(r.value) for r in read_all(job.bootstrap, job.topics["late"])]
     assert [(d["topic"], d["offset"]) for d in letters] == [(job.topics["queries"], late["offset"])]
     assert letters[0]["reason"].startswith("late: event time")
+    assert (letters[0]["timestamp"], letters[0]["headers"]) == (RECORD_TS, HEADER_RECORDS)
     assert job.results() == oracle(events, 100, 3, False)
     with pytest.raises(UserError, match="size 100 -> 50"):
         job.run(spark, size=50)
@@ -276,6 +286,8 @@ def test_events_from_a_bad_clock_are_dead_lettered_and_move_no_watermark(
               "ts": 253_402_300_799_000}  # fmt: skip
     micros = {"kind": "q", "query_id": 10**9, "x": 0.5, "y": 0.5, "distance": 1.0,
               "ts": BASE_MS * 1_000}  # fmt: skip
+    for event in (future, micros):
+        event["headers"], event["timestamp_ms"] = HEADERS, RECORD_TS
     job.produce([*first, future, micros])
     job.run(spark, size=20)
     job.produce(second)
@@ -288,6 +300,8 @@ def test_events_from_a_bad_clock_are_dead_lettered_and_move_no_watermark(
         ("future-timestamp", job.topics["readings" if e is future else "queries"], e["offset"])
         for e in (future, micros)
     )
+    # each letter carries the record's own Kafka timestamp and headers
+    assert [(d["timestamp"], d["headers"]) for d in letters] == [(RECORD_TS, HEADER_RECORDS)] * 2
 
 
 def job_command(job: Job, *extra: str, master: str = "local[2]") -> list[str]:

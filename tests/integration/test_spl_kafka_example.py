@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from connectors.avro import encode_tweet
+from connectors.avro import AvroCodec, encode_tweet
 from connectors.kafka import ensure_topics, producer
 from tests.support.jobs import crash_and_restart
 from tests.support.kafka import read_all
@@ -49,6 +49,10 @@ def expected_events(users: list[str] = USERS) -> dict[str, list[tuple[str, list[
     return out
 
 
+LETTERS = AvroCodec("dead_letter")
+HEADERS = [("trace-id", b"\x00\x01"), ("no-value", None), ("trace-id", b"again")]
+
+
 def test_kafka_example_publishes_the_core_events_and_dead_letters(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
@@ -59,7 +63,10 @@ def test_kafka_example_publishes_the_core_events_and_dead_letters(
     records = [encode_tweet(t) for t in tweets()]
     records.insert(4, b"\x02not avro")
     for value in records:
-        out.produce(source, value, b"k")
+        if value == b"\x02not avro":  # its letter carries its timestamp and headers
+            out.produce(source, value, b"bad", headers=HEADERS, timestamp_ms=1_600_000_000_123)
+        else:
+            out.produce(source, value, b"k")
     out.flush()
 
     command = [sys.executable, str(EXAMPLE), "--bootstrap", kafka_bootstrap, "--topic", source]
@@ -81,10 +88,14 @@ def test_kafka_example_publishes_the_core_events_and_dead_letters(
     assert by_user == expected_events()
     assert any(kind == "trigger" for events in by_user.values() for kind, _ in events)
 
-    letters = [json.loads(r.value or b"{}") for r in read_all(kafka_bootstrap, dead)]
+    letters = [LETTERS.decode(r.value or b"") for r in read_all(kafka_bootstrap, dead)]
     assert [(letter["offset"], letter["reason"]) for letter in letters] == [
         (4, "length of field user is beyond the value")  # b"\x02not avro": id 1, user 55 bytes
     ]
+    assert (letters[0]["topic"], letters[0]["partition"]) == (source, 0)
+    assert (letters[0]["key"], letters[0]["value"]) == (b"bad", b"\x02not avro")
+    assert letters[0]["timestamp"] == 1_600_000_000_123
+    assert letters[0]["headers"] == [{"key": k, "value": v} for k, v in HEADERS]
 
 
 def test_kafka_example_in_event_time_dead_letters_a_tweet_from_a_bad_clock(
@@ -108,7 +119,7 @@ def test_kafka_example_in_event_time_dead_letters_a_tweet_from_a_bad_clock(
         run = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
         assert run.returncode == 0, run.stderr[-3000:]
 
-    letters = [json.loads(r.value or b"{}") for r in read_all(kafka_bootstrap, dead)]
+    letters = [LETTERS.decode(r.value or b"") for r in read_all(kafka_bootstrap, dead)]
     assert [(letter["offset"], letter["reason"]) for letter in letters] == [(3, "future-timestamp")]
     got: dict[str, list[tuple[int, str, list[int]]]] = defaultdict(list)
     for record in read_all(kafka_bootstrap, sink):

@@ -236,7 +236,7 @@ def test_late_and_bad_events_are_routed(kafka_bootstrap: str, spark: Any, tmp_pa
     _produce(kafka_bootstrap, topics.input, [codec.encode(r) for r in on_time])
     query, processor = start_query(spark, config)
     query.awaitTermination()  # W is now 12 s - 0.5 s: the 0 s event comes too late
-    _produce(kafka_bootstrap, topics.input, [codec.encode(late), *bad])
+    _produce(kafka_bootstrap, topics.input, [codec.encode(late), *bad], HEADERS, RECORD_TS)
     query, processor = start_query(spark, config, processor=processor)
     query.awaitTermination()
     assert close_input(config, processor)
@@ -251,6 +251,12 @@ def test_late_and_bad_events_are_routed(kafka_bootstrap: str, spark: Any, tmp_pa
         "origin.partition": b"0",
         "origin.offset": b"2",
     }
+    # late and dead letters carry the record's own Kafka timestamp and headers
+    routed = late_letters + topics.letters(topics.dlq)
+    assert {(d["timestamp"], str(d["headers"])) for d in routed} == {
+        (RECORD_TS, str([{"key": k, "value": v} for k, v in HEADERS]))
+    }
+    assert len(routed) == 6
     dead = sorted((d["offset"], d["reason"]) for d in topics.letters(topics.dlq))
     assert [offset for offset, _ in dead] == [3, 4, 5, 6, 7]
     # b"\x07not avro": enum index -4
@@ -297,12 +303,24 @@ def test_adjust_moves_late_events_up_to_the_watermark(
     })  # fmt: skip
 
 
-def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+HEADERS = [("trace-id", b"\x00\x01"), ("no-value", None), ("trace-id", b"again")]
+RECORD_TS = 1_700_000_000_321
+
+
+def _produce(
+    bootstrap: str,
+    topic: str,
+    values: list[bytes],
+    headers: list[tuple[str, bytes | None]] | None = None,
+    timestamp_ms: int = 0,
+) -> None:
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for value in values:
-        producer.produce(topic, value, key=b"a", partition=0)
+        producer.produce(
+            topic, value, key=b"a", partition=0, headers=headers, timestamp=timestamp_ms
+        )
     assert producer.flush(30) == 0
 
 

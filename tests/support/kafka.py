@@ -17,7 +17,7 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
-    headers: tuple[tuple[str, bytes], ...] = ()
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 def read_all(bootstrap: str, topic: str, timeout: float = 30.0) -> list[Record]:

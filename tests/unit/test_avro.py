@@ -55,6 +55,8 @@ DEAD = {
     "reason": "not a valid Avro value",
     "failed_at": 1_700_000_000_000,
     "value_size": 3_000_000,
+    "timestamp": 1_699_999_999_000,
+    "headers": [{"key": "trace", "value": b"\x01"}, {"key": "none", "value": None}],
 }
 
 

@@ -106,3 +106,46 @@ def test_a_key_too_large_for_any_letter_is_dropped_with_the_value() -> None:
     fields = letter(record)
     assert (fields["key"], fields["value"], fields["value_size"]) == (None, b"", 10)
     assert (fields["topic"], fields["offset"]) == ("tweets", 1234)
+
+
+HEADERS = [{"key": "trace-id", "value": b"\x01\x02"}, {"key": "empty", "value": None}]
+
+
+def test_a_dead_letter_carries_the_records_timestamp_and_headers_in_order() -> None:
+    stats = Stats()
+    came = Origin.of("tweets", 3, 1234, b"k", b"\x00", 1_700_000_000_123, HEADERS)
+    fields = letter(side().dead(came, "bad", stats))
+    assert fields["timestamp"] == 1_700_000_000_123
+    assert fields["headers"] == [
+        {"key": "trace-id", "value": b"\x01\x02"},
+        {"key": "empty", "value": None},
+    ]
+    assert (fields["topic"], fields["partition"], fields["offset"], fields["key"]) == (
+        "tweets", 3, 1234, b"k",
+    )  # fmt: skip
+
+
+def test_a_late_event_as_it_came_keeps_its_own_headers_before_the_origin_ones() -> None:
+    came = Origin.of("tweets", 0, 9, None, b"v", 5, HEADERS)
+    record = side().late(came, "late", Stats())
+    assert record.headers == (
+        ("trace-id", b"\x01\x02"),
+        ("empty", None),
+        ("origin.topic", b"tweets"),
+        ("origin.partition", b"0"),
+        ("origin.offset", b"9"),
+    )
+
+
+def test_a_record_without_timestamp_or_headers_has_none_in_its_letter() -> None:
+    fields = letter(side().dead(Origin.of("t", 0, 1, None, None, None, None), "empty", Stats()))
+    assert (fields["timestamp"], fields["headers"]) == (None, [])
+
+
+def test_headers_too_large_for_any_letter_are_dropped_but_the_timestamp_stays() -> None:
+    huge = [{"key": "h", "value": b"x" * 5_000}]
+    came = Origin.of("tweets", 3, 1234, b"k", b"v", 77, huge)
+    record = side().dead(came, "bad", Stats())
+    assert size(record) <= LIMITS["dlq"]
+    fields = letter(record)
+    assert (fields["headers"], fields["timestamp"], fields["value_size"]) == ([], 77, 1)

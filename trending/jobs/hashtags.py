@@ -156,8 +156,10 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
         clock = time.monotonic()
         records = list(self._topk_records(updates))
         aside = self._side_output()
-        for kind, partition, offset, key, value, reason in side:
-            origin = Origin(self.config.input_topic, partition, offset, key, value)
+        for kind, partition, offset, key, value, reason, timestamp_ms, headers in side:
+            origin = Origin.of(
+                self.config.input_topic, partition, offset, key, value, timestamp_ms, headers
+            )
             route = aside.late if kind == LATE else aside.dead
             records.append(route(origin, reason, stats))
         stats.tweets = on_time + len(side)

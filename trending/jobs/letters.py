@@ -1,9 +1,10 @@
 """Records a job routes aside: late events and dead letters, each fitted to its topic's size limit.
 
 A dead letter is the envelope of ``schemas/dead_letter.avsc``: the record's own topic,
-partition, offset, key and value bytes, and why it failed. A late event is republished as it
-came (the hashtags job) or in the same envelope (the sensors and windows jobs), with headers
-``origin.topic``, ``origin.partition`` and ``origin.offset`` (decimal text) naming where it was.
+partition, offset, Kafka timestamp, headers, key and value bytes, and why it failed. A late event
+is republished as it came, its own headers kept (the hashtags job), or in the same envelope (the
+sensors and windows jobs), with headers ``origin.topic``, ``origin.partition`` and
+``origin.offset`` (decimal text) added, naming where it was.
 
 A record larger than its topic accepts (``max.message.bytes``) would fail the transaction on
 every retry of its batch. It becomes a dead letter instead, its value cut to fit the dead-letter
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from connectors.avro import AvroCodec
-from connectors.transactions import OutRecord, record_size
+from connectors.transactions import Headers, OutRecord, record_size
 
 OVERSIZED = "oversized"
 ORIGIN_TOPIC, ORIGIN_PARTITION, ORIGIN_OFFSET = "origin.topic", "origin.partition", "origin.offset"
@@ -34,6 +35,23 @@ class Origin:
     offset: int
     key: bytes | None
     value: bytes | None
+    timestamp_ms: int | None = None  # the record's Kafka timestamp
+    headers: Headers = ()
+
+    @classmethod
+    def of(
+        cls,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp_ms: int | None,
+        headers: list[dict[str, Any]] | None,
+    ) -> Origin:
+        """From collected columns; ``headers`` as Spark's Kafka source gives them."""
+        pairs = tuple((str(h["key"]), h["value"]) for h in headers or ())
+        return cls(topic, partition, offset, key, value, timestamp_ms, pairs)
 
 
 class SideStats(Protocol):
@@ -60,10 +78,13 @@ class SideOutput:
     def late(self, origin: Origin, reason: str, stats: SideStats) -> OutRecord:
         """A late event, or a dead letter when it is too large for the late topic."""
         if self.late_codec is None:
-            value = origin.value
+            value, headers = origin.value, origin.headers + origin_headers(origin)
         else:
-            value = self.late_codec.encode(self._envelope(origin, reason))
-        record = OutRecord(self.late_topic, origin.key, value, origin_headers(origin))
+            value, headers = (
+                self.late_codec.encode(self._envelope(origin, reason)),
+                origin_headers(origin),
+            )
+        record = OutRecord(self.late_topic, origin.key, value, headers)
         if record_size(record) <= self.limit_of(self.late_topic):
             stats.late += 1
             return record
@@ -87,7 +108,9 @@ class SideOutput:
         base = OutRecord(self.dead_topic, origin.key, self._encode(origin, reason, b"", len(value)))
         room = limit - record_size(base) - 10  # 10: the longest varint of the value's length
         if room < 0:  # not even the key fits
-            origin = Origin(origin.topic, origin.partition, origin.offset, None, None)
+            origin = Origin(
+                origin.topic, origin.partition, origin.offset, None, None, origin.timestamp_ms
+            )
             room = 0
         _count_dead(stats, reason)
         letter = self._encode(origin, reason, value[:room], len(value))
@@ -110,10 +133,12 @@ class SideOutput:
             "reason": reason,
             "failed_at": self.now_ms,
             "value_size": size,
+            "timestamp": origin.timestamp_ms,
+            "headers": [{"key": key, "value": value} for key, value in origin.headers],
         }
 
 
-def origin_headers(origin: Origin) -> tuple[tuple[str, bytes], ...]:
+def origin_headers(origin: Origin) -> Headers:
     """Headers naming where a republished record came from (decimal text for numbers)."""
     return (
         (ORIGIN_TOPIC, origin.topic.encode()),

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-ORIGIN_COLUMNS = ("topic", "partition", "offset", "key", "value")
+ORIGIN_COLUMNS = ("topic", "partition", "offset", "key", "value", "record_ts", "headers")
 log = logging.getLogger(__name__)
 STATE_LAYOUT = "sensor-cells-1"  # jvm/udf/src/main/java/trending/sensors
 STATE_FOLDER = "sensor-state"
@@ -282,7 +282,7 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
             self.late_codec, self.writer.limit_of,
         )  # fmt: skip
         for i, kind in enumerate(columns["kind"]):
-            origin = Origin(*(columns[name][i] for name in ORIGIN_COLUMNS))
+            origin = Origin.of(*(columns[name][i] for name in ORIGIN_COLUMNS))
             if kind == LATE:
                 reason = f"late: event time {columns['ts'][i]} is behind the watermark {watermark}"
                 yield aside.late(origin, reason, stats)

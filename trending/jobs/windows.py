@@ -206,9 +206,10 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
         )  # fmt: skip
         for row in rows:
             if row["kind"] in (LATE, DEAD):
-                origin = Origin(
-                    row["topic"], row["partition"], row["offset"], row["record_key"], row["raw"]
-                )
+                origin = Origin.of(
+                    row["topic"], row["partition"], row["offset"], row["record_key"], row["raw"],
+                    row["record_ts"], row["headers"],
+                )  # fmt: skip
                 route = aside.late if row["kind"] == LATE else aside.dead
                 yield route(origin, str(row["reason"]), stats)
 

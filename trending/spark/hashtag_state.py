@@ -51,7 +51,7 @@ COUNTED, LATE, DEAD = 0, 1, 2
 WATERMARK_FUNCTION = ("trending_batch_watermark", "trending.state.BatchWatermark")
 PARAMS_PREFIX = "spark.trending.batch."
 STATE_CLASS = "trending.state.HashtagState"
-SIDE_COLUMNS = ("kind", "partition", "offset", "key", "value", "reason")
+SIDE_COLUMNS = ("kind", "partition", "offset", "key", "value", "reason", "record_ts", "headers")
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,9 @@ def hashtag_records(
 ) -> DataFrame:  # fmt: skip
     """Decoded streaming Kafka records with their kind (see the module docstring).
 
-    Columns: ``kind, event_ms, text, partition, offset, record_key, value, reason``. Spark's
+    Columns: ``kind, event_ms, text, partition, offset, record_key, value, reason, record_ts,
+    headers`` (the last two, the record's Kafka timestamp in ms and its headers, on late and
+    dead records only). Spark's
     watermark follows the event times of the on-time tweets, with delay = lateness. A tweet
     whose time is too far from the batch's clock (``skew``) is ``DEAD``.
     """
@@ -105,6 +107,8 @@ def hashtag_records(
         F.col("key").alias("record_key"),
         "value",
         "reason",
+        F.when(kind.isNotNull(), F.unix_millis("timestamp")).alias("record_ts"),
+        F.when(kind.isNotNull(), F.col("headers")).alias("headers"),
     )
     on_time = F.when(F.col("kind") == COUNTED, F.col("created_at"))
     return records.withColumn("on_time_at", on_time).withWatermark(
@@ -160,8 +164,8 @@ def top_candidates(batch: DataFrame, k: int) -> DataFrame:
 
 
 def candidate_rows(table: Any) -> tuple[list[tuple[int, str, int]], list[tuple[Any, ...]]]:
-    """``(window_start, tag, count)`` rows and ``(kind, partition, offset, key, value, reason)``
-    side rows of a collected :func:`top_candidates` table."""
+    """``(window_start, tag, count)`` rows and side rows (:data:`SIDE_COLUMNS`) of a collected
+    :func:`top_candidates` table."""
     columns = {name: table.column(name).to_pylist() for name in table.column_names}
     counted: list[tuple[int, str, int]] = []
     side: list[tuple[Any, ...]] = []
@@ -237,4 +241,5 @@ def _synthetic_batch(spark: SparkSession, schema_json: str, rows: int) -> DataFr
         i.alias("offset"),
         F.timestamp_millis(i).alias("timestamp"),
         F.lit(0).alias("timestampType"),
+        F.lit(None).cast("array<struct<key:string,value:binary>>").alias("headers"),
     )

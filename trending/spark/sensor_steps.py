@@ -33,7 +33,9 @@ READING, QUERY, LATE, DEAD = 0, 1, 2, 3
 MATCH, POPULAR = 0, 1  # trending.sensors.Cells
 BATCH_CLASS = "trending.sensors.SensorBatch"
 LONG_MIN = -(2**63)
-SIDE_COLUMNS = ("kind", "topic", "partition", "offset", "key", "value", "reason", "ts")
+SIDE_COLUMNS = (
+    "kind", "topic", "partition", "offset", "key", "value", "reason", "ts", "record_ts", "headers",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,10 @@ def sensor_events(
 ) -> DataFrame:
     """Kafka records of both topics as events with their kind (see the module docstring).
 
-    Columns: ``kind, ts, id, x, y, v, topic, partition, offset, key, value, reason``; ``id`` is
-    the sensor or query id, ``v`` the reading's value or the query's distance. An event whose
-    time is too far from the batch's clock (``skew``) is ``DEAD``.
+    Columns: ``kind, ts, id, x, y, v, topic, partition, offset, key, value, reason, record_ts,
+    headers``; ``id`` is the sensor or query id, ``v`` the reading's value or the query's
+    distance, ``record_ts`` the record's Kafka timestamp (ms). An event whose time is too far
+    from the batch's clock (``skew``) is ``DEAD``.
     """
     readings = _decoded(
         raw.where(F.col("topic") == topics.readings), topics.reading_schema, registry,
@@ -97,6 +100,8 @@ def _decoded(
         "key",
         "value",
         "reason",
+        F.unix_millis("timestamp").alias("record_ts"),
+        "headers",
         clock_of(decoded).alias(CLOCK_COLUMN),
     )
 

@@ -66,12 +66,13 @@ RESULT, LATE, PROGRESS = 10, 11, 12  # output kinds besides DEAD
 STATE_SCHEMA = "state string"
 INPUT_COLUMNS = (
     "kind", "key", "id", "start_ms", "end_ms", "value", "sync_ms", "mark_ms",
-    "topic", "partition", "offset", "record_key", "raw", "reason",
+    "topic", "partition", "offset", "record_key", "raw", "reason", "record_ts", "headers",
 )  # fmt: skip
 OUTPUT_SCHEMA = (
     "kind int, key string, start_ms long, end_ms long, value double, `values` array<double>, "
     "sync_ms long, topic string, partition int, offset long, record_key binary, raw binary, "
-    "reason string, events long"
+    "reason string, events long, record_ts long, "
+    "headers array<struct<key: string, value: binary>>"
 )
 
 
@@ -118,6 +119,8 @@ def temporal_events(
         F.col("key").alias("record_key"),
         F.col("value").alias("raw"),
         reason.alias("reason"),
+        F.unix_millis("timestamp").alias("record_ts"),
+        "headers",
     )
     lateness = F.when(F.col("kind") == F.lit(CTI), F.lit(lateness_ms)).otherwise(F.lit(0))
     marked = events.withColumn(
@@ -272,6 +275,16 @@ def _result(key: str | None, row: Row) -> dict[str, Any]:
 
 
 def _side(kind: int, record: dict[str, Any], reason: str) -> dict[str, Any]:
-    """A LATE or DEAD row: the record's own topic, partition, offset, key and bytes."""
+    """A LATE or DEAD row: the record's own topic, partition, offset, timestamp, headers, key
+    and bytes."""
     names = ("key", "sync_ms", "topic", "partition", "offset", "record_key", "raw")
-    return {"kind": kind, **{name: record[name] for name in names}, "reason": reason}
+    copied = {name: record[name] for name in names}
+    origin = {"record_ts": _int(record["record_ts"]), "headers": _headers(record["headers"])}
+    return {"kind": kind, **copied, "reason": reason, **origin}
+
+
+def _headers(value: Any) -> list[dict[str, Any]] | None:
+    """Kafka headers as pandas holds them (an array of dicts, or None) as a list for Arrow."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return [{"key": h["key"], "value": h["value"]} for h in value]

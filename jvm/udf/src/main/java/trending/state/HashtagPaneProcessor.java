@@ -59,6 +59,8 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
   static final int RECORD_KEY = 9;
   static final int VALUE = 10;
   static final int REASON = 11;
+  static final int RECORD_TS = 12;
+  static final int HEADERS = 13;
 
   private final SlidingGeometry geometry;
   private final String job;
@@ -182,7 +184,8 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
     for (long start : windows) {
       long count = counts.sum(start, start + geometry.sizeMs);
       if (count >= params.threshold(start)) {
-        out.add(RowFactory.create(COUNTED, start, tag, count, null, null, null, null, null));
+        out.add(
+            RowFactory.create(COUNTED, start, tag, count, null, null, null, null, null, null, null));
       }
     }
   }
@@ -197,6 +200,8 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
         row.getLong(OFFSET),
         row.isNullAt(RECORD_KEY) ? null : row.get(RECORD_KEY),
         row.isNullAt(VALUE) ? null : row.get(VALUE),
-        row.isNullAt(REASON) ? null : row.getString(REASON));
+        row.isNullAt(REASON) ? null : row.getString(REASON),
+        row.isNullAt(RECORD_TS) ? null : row.getLong(RECORD_TS),
+        row.isNullAt(HEADERS) ? null : row.get(HEADERS));
   }
 }

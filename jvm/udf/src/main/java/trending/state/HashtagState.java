@@ -28,7 +28,9 @@ public final class HashtagState {
           .add("offset", DataTypes.LongType, true)
           .add("key", DataTypes.BinaryType, true)
           .add("value", DataTypes.BinaryType, true)
-          .add("reason", DataTypes.StringType, true);
+          .add("reason", DataTypes.StringType, true)
+          .add("record_ts", DataTypes.LongType, true)
+          .add("headers", PaneCombiner.HEADERS, true);
 
   private final LongAccumulator tweets;
   private final MaxAccumulator maxEventMs;

@@ -9,6 +9,7 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import trending.udf.Hashtags;
@@ -18,18 +19,26 @@ import trending.udf.Hashtags;
  * ({@link Hashtags#keys}) are counted per {@code (tag, pane)} before anything is shuffled, so the
  * state step receives one row per {@code (tag, pane)} and task instead of one per tweet and tag.
  *
- * <p>Input ({@code kind, event_ms, text, partition, offset, record_key, value, reason}): decoded
+ * <p>Input ({@link #INPUT_COLUMNS}): decoded
  * records with their kind decided. Output ({@link #OUTPUT}): a row per {@code (tag, pane)}, keyed
  * by the tag's bucket ({@link HashtagPaneProcessor#bucketOf}), with {@code n} tweets holding the
  * tag, {@code tweets} of them counted first under it (each tweet once, under its first key, or
  * under a row without tag and a negative key when it has none) and their newest event time; late
- * and dead records pass through under negative keys.
+ * and dead records pass through under negative keys, with their Kafka timestamp and headers.
  */
 public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
   private static final long serialVersionUID = 1L;
   public static final String[] INPUT_COLUMNS = {
-    "kind", "event_ms", "text", "partition", "offset", "record_key", "value", "reason"
+    "kind", "event_ms", "text", "partition", "offset", "record_key", "value", "reason",
+    "record_ts", "headers"
   };
+  /** A Kafka record's headers, as Spark's Kafka source gives them. */
+  public static final DataType HEADERS =
+      DataTypes.createArrayType(
+          new StructType()
+              .add("key", DataTypes.StringType, true)
+              .add("value", DataTypes.BinaryType, true),
+          true);
   public static final StructType OUTPUT =
       new StructType()
           .add("key", DataTypes.IntegerType, false)
@@ -43,7 +52,9 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
           .add("offset", DataTypes.LongType, true)
           .add("record_key", DataTypes.BinaryType, true)
           .add("value", DataTypes.BinaryType, true)
-          .add("reason", DataTypes.StringType, true);
+          .add("reason", DataTypes.StringType, true)
+          .add("record_ts", DataTypes.LongType, true)
+          .add("headers", HEADERS, true);
 
   /** Rows without a hashtag go under keys -1 .. -SPREAD, spread over tasks. */
   private static final int SPREAD = 1024;
@@ -91,7 +102,7 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
         out.add(
             RowFactory.create(
                 key, HashtagPaneProcessor.COUNTED, name, pane.getKey(), t.n, t.tweets,
-                t.maxEventMs, null, null, null, null, null));
+                t.maxEventMs, null, null, null, null, null, null, null));
       }
     }
     return out.iterator();
@@ -117,7 +128,9 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
         record.getInt(0), null, null, 0L, 0L, null, partition, offset,
         record.isNullAt(5) ? null : record.get(5),
         record.isNullAt(6) ? null : record.get(6),
-        record.isNullAt(7) ? null : record.getString(7));
+        record.isNullAt(7) ? null : record.getString(7),
+        record.isNullAt(8) ? null : record.getLong(8),
+        record.isNullAt(9) ? null : record.get(9));
   }
 
   private static int partitionId() {
