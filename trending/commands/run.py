@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from connectors.kafka import (
     wait_for_kafka,
 )
 from connectors.kafka_settings import spark_options
+from trending.commands import DefaultsHelpFormatter
 from trending.durations import (
     format_duration_ms,
     parse_duration_ms,
@@ -26,6 +28,7 @@ from trending.durations import (
 )
 from trending.errors import UserError
 from trending.jobs.batching import RECORDS_PER_TRIGGER_SECOND
+from trending.jobs.common import DEFAULT_SHUTDOWN_TIMEOUT_S
 from trending.lease import DEFAULT_TIMEOUT_S as DEFAULT_LEASE_TIMEOUT_S
 from trending.metrics import add_metrics_arguments
 
@@ -100,7 +103,7 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
             "a final record when the watermark (max event time - lateness) passes the window's "
             "end. Late tweets go to the late topic, undecodable records to the dead-letter topic."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     window = parser.add_argument_group("windows")
     window.add_argument("--size", type=_duration, default="5m", help="window size")
@@ -133,7 +136,7 @@ def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
             "them; events already behind it go to the late topic, undecodable ones to the "
             "dead-letter topic."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     window = parser.add_argument_group("window")
     window.add_argument("--size", type=int, default=100, help="N: readings in the window")
@@ -178,7 +181,7 @@ def _register_windows(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
             "the watermark: max sync time (start; an end edge's end) - lateness, raised by CTI "
             "records. Events behind it go to the late topic, bad ones to the dead-letter topic."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("spec", metavar="SPEC", help="the spec file (.json, else YAML)")
     window = parser.add_argument_group("windows")
@@ -254,6 +257,14 @@ def _add_spark_arguments(
         help="one process per checkpoint: a job that finds the checkpoint's owner alive refuses "
         "to start; an owner gone from this host is taken over at once, one elsewhere after this "
         "long without its heartbeat",
+    )
+    spark.add_argument(
+        "--shutdown-timeout",
+        type=_duration,
+        default=f"{DEFAULT_SHUTDOWN_TIMEOUT_S:g}s",
+        help="on SIGTERM or Ctrl-C the micro-batch in progress finishes and commits first, for "
+        "this long at most (then it is cut short, and done again on the next start); a second "
+        "signal stops at once",
     )
     spark.add_argument(
         "--shuffle-partitions",
@@ -373,6 +384,7 @@ def _job_settings(
         "max_future_skew_ms": args.max_future_skew,
         "max_past_skew_ms": args.max_past_skew,
         "lease_timeout_s": args.lease_timeout / 1000,
+        "shutdown_timeout_s": args.shutdown_timeout / 1000,
     }
 
 
@@ -493,11 +505,20 @@ def _serve(
     if monitoring is not None:
         monitoring.watch(query)
     print(f"trending: {job} job running: {banner}", file=sys.stderr)
-    stop = threading.Event()
+    stop, hurry = threading.Event(), threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
-        stop.set()  # py4j is not reentrant: the loop below stops the query, not the handler
-        print(f"trending: stopping on signal {signum} ...", file=sys.stderr)
+        # py4j is not reentrant: the loop below stops the query, not the handler
+        if stop.is_set():
+            hurry.set()
+            print(f"trending: signal {signum} again: stopping now", file=sys.stderr)
+            return
+        stop.set()
+        print(
+            f"trending: stopping on signal {signum}: the micro-batch in progress finishes "
+            f"first (at most {processor.config.shutdown_timeout_s:g} s) ...",
+            file=sys.stderr,
+        )
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -506,7 +527,9 @@ def _serve(
             query.awaitTermination(1)
         except Exception:  # the query failed: reported below, from query.exception()
             break
-    if stop.is_set() or processor.lease_lost is not None:
+    if stop.is_set():
+        _stop_between_batches(query, processor, hurry)
+    elif processor.lease_lost is not None:
         query.stop()
     exception = query.exception()
     ended = not stop.is_set() and exception is None and processor.lease_lost is None
@@ -518,6 +541,31 @@ def _serve(
     if exception is not None and not stop.is_set():
         raise UserError(_failure(processor, exception))
     return ended
+
+
+def _stop_between_batches(query: Any, processor: Any, hurry: threading.Event) -> None:
+    """Stop ``query`` when no micro-batch is in progress, or once the one in progress has
+    committed its transaction (``processor.history`` grows), so a backlog cannot keep it going.
+    After the shutdown timeout (or when ``hurry`` is set) it is stopped anyway: a batch cut
+    short publishes nothing and is done again on the next start."""
+    done = len(processor.history)
+    if processor.running is not None:
+        print(
+            f"trending: waiting for micro-batch {processor.running} to commit ...", file=sys.stderr
+        )
+    deadline = time.monotonic() + processor.config.shutdown_timeout_s
+    while query.isActive and not hurry.is_set() and time.monotonic() < deadline:
+        if len(processor.history) > done or not _trigger_active(query):
+            break
+        time.sleep(0.02)
+    query.stop()
+
+
+def _trigger_active(query: Any) -> bool:
+    try:
+        return bool(query.status["isTriggerActive"])
+    except Exception:  # the query ended meanwhile
+        return False
 
 
 def _failure(processor: Any, exception: Any) -> str:

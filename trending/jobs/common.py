@@ -56,6 +56,7 @@ class CommittedBatches(Generic[S]):
     lease: CheckpointLease | None = None  # this process's ownership of the checkpoint
     lease_lost: LeaseLost | None = None  # set by the lease's heartbeat when taken over
     failure: str | None = None  # why the last batch failed, in one line
+    running: int | None = None  # the id of the batch being processed, if any
 
     def _new_stats(self, batch_id: int) -> S:
         raise NotImplementedError
@@ -83,6 +84,13 @@ class CommittedBatches(Generic[S]):
             self.lease.release()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        self.running = batch_id
+        try:
+            self._run(batch, batch_id)
+        finally:
+            self.running = None
+
+    def _run(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         stats = self._new_stats(batch_id)
         if self.lease is not None:
@@ -123,6 +131,9 @@ STATE_STORE_CONF = {
 }
 
 
+DEFAULT_SHUTDOWN_TIMEOUT_S = 20.0  # under Kubernetes' default grace period of 30 s
+
+
 @dataclass(frozen=True)
 class JobSettings:
     """The settings of a job's query, source and sink (times in milliseconds)."""
@@ -144,6 +155,7 @@ class JobSettings:
     max_future_skew_ms: int | None = DEFAULT_MAX_FUTURE_MS  # see trending.spark.clock
     max_past_skew_ms: int | None = None
     lease_timeout_s: float = DEFAULT_TIMEOUT_S  # see trending.lease
+    shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S  # SIGTERM: the batch in progress ends
 
     @property
     def batch_bound(self) -> int | None:
