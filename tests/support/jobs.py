@@ -44,11 +44,13 @@ def wait_logged(
     pattern: str,
     timeout: float = 300,
     process: subprocess.Popen[str] | None = None,
+    after: int = 0,
 ) -> bool:
-    """Wait until a line matching ``pattern`` was logged: True; False when ``process`` ended
-    first with exit code 0. Fails with the log when it ended otherwise or time ran out."""
+    """Wait until a line matching ``pattern`` was logged (as line ``after`` or later): True;
+    False when ``process`` ended first with exit code 0. Fails with the log when it ended
+    otherwise or time ran out."""
     deadline = time.monotonic() + timeout
-    while not any(re.search(pattern, line) for line in list(lines)):
+    while not any(re.search(pattern, line) for line in lines[after:]):
         if process is not None and process.poll() is not None:
             assert process.returncode == 0, "".join(lines)[-4000:]
             return False
