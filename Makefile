@@ -9,18 +9,28 @@ UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/buil
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all env jars test test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core soak broker clean check-tools
+.PHONY: all env jars test test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core soak broker clean check-tools check-test-tools
 
 all: env jars
 
 check-tools:
 	@scripts/check-tools
 
+# The tools above and the programs the tests run (prometheus, promtool, docker-compose); as root
+# with apt-get it installs missing ones, otherwise it says what to run.
+check-test-tools:
+	@scripts/check-tools --test
+
 env: check-tools $(VENV)/.installed
 
+# setuptools and wheel in the venv build the package's wheel offline (pip wheel
+# --no-build-isolation, as tests/integration/test_installed_wheel.py does). setuptools stays
+# below 80.9: twitter-text-parser imports pkg_resources, which 80.9 deprecates with a
+# UserWarning (an error under the tests' warning filter) and 81 removes.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet 'setuptools<80.9' wheel
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 
@@ -36,10 +46,10 @@ $(JARS)/%/.fetched: jvm/%/pom.xml
 $(JARS)/udf/trending-udf.jar: $(VENV)/.installed $(UDF_SOURCES) $(JARS)/udf/.fetched
 	bash jvm/udf/build.sh $(abspath $(BIN)/python)
 
-test: env jars
+test: check-test-tools env jars
 	$(BIN)/pytest
 
-test-unit: env
+test-unit: check-test-tools env
 	$(BIN)/pytest tests/unit
 
 lint: env

@@ -1,6 +1,7 @@
 """Avro values on the project's topics: schemas, plain Avro and the Confluent wire format.
 
-Schemas live in ``schemas/<name>.avsc``. Without a schema registry a value is the schemaless
+Schemas live in ``schemas/<name>.avsc`` of the source tree; the package carries them as
+``trending/schemas`` (see :func:`schemas_dir`). Without a schema registry a value is the schemaless
 Avro body (what Spark's ``to_avro``/``from_avro`` write and read). With a registry URL a value
 is the Confluent wire format: magic byte ``0``, the 4-byte big-endian schema id, then the body;
 the subject is ``<topic>-value`` (Confluent's default topic-name strategy). ``mock://NAME`` URLs
@@ -26,11 +27,21 @@ from typing import Any
 import fastavro
 import numpy as np
 
+import trending
 from connectors.jvm import REPO_ROOT
 from connectors.kafka_settings import registry_settings, scrub
 from trending.errors import UserError
 
-SCHEMAS_DIR = REPO_ROOT / "schemas"
+
+def schemas_dir() -> Path:
+    """The folder of the ``.avsc`` files: ``trending/schemas``, which a checkout links to its
+    top-level ``schemas/`` and a built package holds as package data; else ``schemas/`` of the
+    source tree (a checkout without the link)."""
+    packaged = Path(trending.__file__).resolve().parent / "schemas"
+    return packaged if packaged.is_dir() else REPO_ROOT / "schemas"
+
+
+SCHEMAS_DIR = schemas_dir()
 REGISTRY_ENV = "SCHEMA_REGISTRY_URL"
 MAGIC_BYTE = 0
 _HEADER = struct.Struct(">bI")

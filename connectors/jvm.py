@@ -1,8 +1,9 @@
 """The JVM side of the project: finding Java and the jars ``make jars`` fetched.
 
-Jar groups live in ``build/jars/<group>`` (override the root with ``TRENDING_JARS_DIR``):
-``broker`` (Apache Kafka), ``connectors`` (Spark's Kafka and Avro connectors),
-``udf`` (the project's Spark functions and their runtime dependencies).
+Jar groups live in ``<root>/<group>``: ``broker`` (Apache Kafka), ``connectors`` (Spark's Kafka
+and Avro connectors), ``udf`` (the project's Spark functions and their runtime dependencies).
+The root is ``$TRENDING_JARS_DIR``, else ``build/jars`` of the source tree when running from a
+checkout; an installed package has no default and needs the variable.
 """
 
 from __future__ import annotations
@@ -19,22 +20,39 @@ from trending.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MIN_JAVA = 17
+JARS_ENV = "TRENDING_JARS_DIR"
+_FETCH = "(Java 17+ and Maven 3; it fetches them from Maven Central once)"
+_FILLED = f"a build/jars folder filled by `make jars` in a checkout of the project {_FETCH}"
+
+
+def source_checkout() -> Path | None:
+    """The project's source tree when the code runs from a checkout, else ``None`` (installed)."""
+    is_checkout = (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "jvm").is_dir()
+    return REPO_ROOT if is_checkout else None
 
 
 def jars_root() -> Path:
-    """Where ``make jars`` puts the jar groups."""
-    return Path(os.environ.get("TRENDING_JARS_DIR", REPO_ROOT / "build" / "jars"))
+    """The folder of the jar groups: ``$TRENDING_JARS_DIR``, else the checkout's ``build/jars``;
+    a :class:`UserError` when neither is there (an installed package without the variable)."""
+    configured = os.environ.get(JARS_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    checkout = source_checkout()
+    if checkout is None:
+        raise UserError(f"the JVM jars are not found: set {JARS_ENV} to {_FILLED}")
+    return checkout / "build" / "jars"
 
 
 def require_jars(group: str) -> list[Path]:
-    """The jars of ``group``, or a :class:`UserError` that says to run ``make jars``."""
+    """The jars of ``group``, or a :class:`UserError` that says how to fetch them."""
     folder = jars_root() / group
     jars = sorted(folder.glob("*.jar"))
     if not jars:
-        raise UserError(
-            f"the JVM jars for '{group}' are missing in {folder}: run `make jars` "
-            "(needs Java 17+ and Maven 3; fetches them from Maven Central once)"
-        )
+        if os.environ.get(JARS_ENV):
+            hint = f" (from {JARS_ENV}): point {JARS_ENV} at {_FILLED}"
+        else:
+            hint = f": run `make jars` {_FETCH}, or set {JARS_ENV} to a folder it filled"
+        raise UserError(f"the JVM jars for '{group}' are missing in {folder}{hint}")
     return jars
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from connectors.broker import LocalBroker, free_port
 from connectors.jvm import REPO_ROOT
+from trending.commands import DefaultsHelpFormatter
 from trending.durations import parse_duration_ms
 from trending.errors import UserError
 
@@ -27,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "demo",
         help="run the trending-hashtags job on a local broker and show live results",
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument(
         "--duration", default="60s", help="how long to show live results, from the first one"
