@@ -311,3 +311,102 @@ def test_the_hashtags_job_dead_letters_every_bad_value_and_counts_the_rest_exact
         if r["is_final"]
     }
     assert finals == independent_finals(tweets, 120_000, 30_000, 0)
+
+
+def invalid_mutations(
+    schema: Any, valid: list[bytes], count: int, rng: random.Random
+) -> list[bytes | None]:
+    """``count`` random mutations of the ``valid`` values that are no record by the rule."""
+    found: list[bytes | None] = []
+    while len(found) < count:
+        value = garbled(rng.choice(valid), rng)
+        if strict_decode(plain(schema), value) is None:
+            found.append(value)
+    return found
+
+
+def produce_raw(
+    bootstrap: str, topic: str, values: list[bytes | None], partitions: int = 1
+) -> dict[tuple[int, int], bytes | None]:
+    """Write ``values`` round-robin over ``partitions`` of ``topic``; their (partition, offset)."""
+    from confluent_kafka import Producer
+
+    sink = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    offsets: dict[tuple[int, int], bytes | None] = {}
+
+    def delivered(error: Any, message: Any) -> None:
+        assert error is None
+        offsets[(message.partition(), message.offset())] = message.value()
+
+    for i, value in enumerate(values):
+        sink.produce(topic, value, b"bad", i % partitions, on_delivery=delivered)
+        sink.poll(0)
+    assert sink.flush(30) == 0
+    assert len(offsets) == len(values)
+    return offsets
+
+
+def test_the_sensors_job_dead_letters_every_bad_value_and_matches_the_rest_exactly(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """800 readings and queries with 150 garbled values amid them on each topic: each garbled
+    value is a dead letter with its topic and offset, and the matches and popular readings
+    equal the seed model's over the valid events."""
+    from tests.integration.test_sensors_job import Job, make_events, oracle
+
+    rng = random.Random(89)
+    job = Job(kafka_bootstrap, tmp_path)
+    events = make_events(600, 200, seed=89)
+    half = len(events) // 2
+    job.produce(events[:half])
+    bad: dict[tuple[str, int], bytes | None] = {}
+    for kind, name in (("r", "sensor_reading"), ("q", "sensor_query")):
+        schema = json.loads(schema_json(name))
+        valid = [
+            encode(plain(schema), {k: v for k, v in e.items() if k != "kind"})
+            for e in events
+            if e["kind"] == kind
+        ]
+        topic = job.topics["readings" if kind == "r" else "queries"]
+        garbage = produce_raw(kafka_bootstrap, topic, invalid_mutations(schema, valid, 150, rng))
+        bad.update({(topic, offset): value for (_, offset), value in garbage.items()})
+    job.produce(events[half:])
+    processor = job.run(spark, size=25, threshold=3, max_offsets_per_trigger=300)
+    assert job.results() == oracle(events, 25, 3, False)
+    letters = [
+        AvroCodec("dead_letter").decode(r.value)
+        for r in read_all(kafka_bootstrap, job.topics["dlq"])
+    ]
+    assert {(d["topic"], d["offset"]): d["value"] for d in letters} == bad
+    assert all(d["reason"] for d in letters)
+    assert sum(s.dead for s in processor.history) == len(bad) == 300
+
+
+def test_the_windows_job_dead_letters_every_bad_value_and_sums_the_rest_exactly(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """900 interval events with 201 garbled values after them in the topic: each garbled value
+    is a dead letter, the job ends normally, and the snapshot sums equal a sweep of the valid
+    events."""
+    from tests.integration.test_windows_job import snapshot_job, snapshot_sums
+
+    rng = random.Random(97)
+    topics, lines, command = snapshot_job(kafka_bootstrap, tmp_path, 97, "--available-now")
+    schema = json.loads(schema_json("interval_event"))
+    samples = [
+        {"kind": "INTERVAL", "id": None, "key": "k1", "start": 1_000, "end": 2_000, "value": 1.5},
+        {"kind": "START_EDGE", "id": "e", "key": "k2", "start": 5_000, "end": None, "value": 2.0},
+        {"kind": "END_EDGE", "id": "e", "key": "k2", "start": None, "end": 9_000, "value": None},
+        {"kind": "CTI", "id": None, "key": None, "start": 3_000, "end": None, "value": None},
+    ]
+    valid = [encode(plain(schema), record) for record in samples]
+    # spread like the events (3 partitions), so each partition's backlog keeps its share of a
+    # batch and no partition falls behind the others in event time
+    garbage = invalid_mutations(schema, valid, 201, rng)
+    bad = produce_raw(kafka_bootstrap, topics.input, garbage, partitions=3)
+    log = run_to_end(command)
+    assert re.search(r"windows job stopped: \d+ micro-batches", log)
+    letters = topics.letters(topics.dlq)
+    assert {(d["partition"], d["offset"]): d["value"] for d in letters} == bad
+    assert topics.letters(topics.late) == []
+    assert topics.rows() == snapshot_sums(lines)
