@@ -50,6 +50,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
 def job_command(bootstrap: str, topics: dict[str, str], master: str, checkpoint: str) -> list[str]:
     return [
         sys.executable, "-m", "trending.cli", "run", "hashtags", "--available-now",
+        "--warm-up-rows", "2000",
         "--master", master, "--checkpoint", checkpoint, "--bootstrap-servers", bootstrap,
         "--input-topic", topics["tweets"], "--output-topic", topics["trending"],
         "--late-topic", topics["late"], "--dead-letter-topic", topics["dlq"],

@@ -283,7 +283,7 @@ def test_the_hashtags_job_dead_letters_every_bad_value_and_counts_the_rest_exact
     sink.flush(30)
     command = [
         sys.executable, "-m", "trending.cli", "run", "hashtags", "--available-now",
-        "--master", "local[2]", "--bootstrap-servers", kafka_bootstrap,
+        "--warm-up-rows", "2000", "--master", "local[2]", "--bootstrap-servers", kafka_bootstrap,
         "--size", "120s", "--hop", "30s", "--lateness", "0s", "--partitions", "1",
         "--max-offsets-per-trigger", "700", "--input-topic", f"tweets-{tag}",
         "--output-topic", f"trending-{tag}", "--late-topic", f"late-{tag}",

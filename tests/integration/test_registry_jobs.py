@@ -96,7 +96,7 @@ def test_the_hashtags_job_reads_every_compatible_writer_schema(
     sink.flush(30)
     command = [
         sys.executable, "-m", "trending.cli", "run", "hashtags", "--available-now",
-        "--master", "local[2]", "--bootstrap-servers", kafka_bootstrap,
+        "--warm-up-rows", "2000", "--master", "local[2]", "--bootstrap-servers", kafka_bootstrap,
         "--schema-registry-url", registry.url,
         "--size", "120s", "--hop", "30s", "--lateness", "0s", "--partitions", "1",
         "--max-offsets-per-trigger", "600", "--input-topic", f"tweets-{tag}",

@@ -52,6 +52,7 @@ def test_sigterm_lets_the_batch_in_progress_commit_and_a_restart_loses_nothing(
     sink.flush(30)
     command = [
         sys.executable, "-m", "trending.cli", "run", "hashtags", "--master", "local[2]",
+        "--warm-up-rows", "2000",
         "--bootstrap-servers", kafka_bootstrap, "--size", "120s", "--hop", "30s",
         "--lateness", "0s", "--partitions", "1", "--max-offsets-per-trigger", "300",
         "--trigger", "100ms", "--shutdown-timeout", f"{SHUTDOWN_TIMEOUT_S}s",

@@ -29,6 +29,7 @@ from trending.durations import (
 from trending.errors import UserError
 from trending.jobs.batching import RECORDS_PER_TRIGGER_SECOND
 from trending.jobs.common import DEFAULT_SHUTDOWN_TIMEOUT_S
+from trending.jobs.hashtags import DEFAULT_WARM_UP_ROWS
 from trending.lease import DEFAULT_TIMEOUT_S as DEFAULT_LEASE_TIMEOUT_S
 from trending.metrics import add_metrics_arguments
 
@@ -114,6 +115,14 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
         "--lateness", type=_duration, default="30s", help="allowed lateness behind max event time"
     )
     _add_trigger_arguments(parser, "close what the watermark allows")
+    parser.add_argument(
+        "--warm-up-rows",
+        type=_count,
+        default=DEFAULT_WARM_UP_ROWS,
+        metavar="N",
+        help="synthetic tweets run through the decoder and the hashtag function before the "
+        "query starts, so the first batch does not pay for JIT compilation; 0: none",
+    )
     topics = parser.add_argument_group("topics")
     topics.add_argument("--input-topic", default="tweets")
     topics.add_argument("--output-topic", default="trending-hashtags")
@@ -302,6 +311,7 @@ def run_hashtags(args: argparse.Namespace) -> int:
         align_ms=args.align,
         k=args.top,
         lateness_ms=args.lateness,
+        warm_up_rows=args.warm_up_rows,
         **_job_settings(args, bootstrap, kafka_options),
     )
     _validate(config)

@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 STATE_LAYOUT = "hashtag-buckets-4096"  # jvm/udf/.../trending/state/BucketState.java
 
 
+DEFAULT_WARM_UP_ROWS = 200_000
+
+
 @dataclass(frozen=True)
 class HashtagJobConfig(JobSettings):
     """Everything ``trending run hashtags`` can be told (times in milliseconds)."""
@@ -66,7 +69,7 @@ class HashtagJobConfig(JobSettings):
     align_ms: int = 0
     k: int = 10
     lateness_ms: int = 30_000
-    warm_up_rows: int = 200_000
+    warm_up_rows: int = DEFAULT_WARM_UP_ROWS  # see trending.spark.hashtag_state.warm_up
 
     @property
     def windows(self) -> SlidingWindows:
