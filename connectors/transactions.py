@@ -124,12 +124,14 @@ class TransactionalBatchWriter:
         transactional_id: str,
         extra: Mapping[str, str] | None = None,
         commits_topic: str = COMMITS_TOPIC,
+        step_timeout_s: float = TXN_STEP_TIMEOUT_S,
     ) -> None:
         self.transactional_id = transactional_id
         self.commits_topic = commits_topic
         self._bootstrap, self._extra = bootstrap, dict(extra or {})
         ensure_topics(bootstrap, [commits_topic], partitions=1, extra=extra, config=_COMMITS_CONFIG)
         self.retry_timeout_s = RETRY_TIMEOUT_S
+        self.step_timeout_s = step_timeout_s  # each of flush, send offsets, commit, abort
         self._config = producer_config(bootstrap, transactional_id, extra)
         self._closed = False
         self._abandoned: list[Producer] = []  # producers with a call that never returned
@@ -144,7 +146,7 @@ class TransactionalBatchWriter:
         """A producer under this transactional id, initialised: the broker aborts any open
         transaction of an earlier producer under the id and fences it for good."""
         producer = Producer(self._config)
-        _retrying(lambda: producer.init_transactions(TXN_STEP_TIMEOUT_S), self.retry_timeout_s)
+        _retrying(lambda: producer.init_transactions(self.step_timeout_s), self.retry_timeout_s)
         return producer
 
     def _renew_producer(self) -> None:
@@ -154,7 +156,7 @@ class TransactionalBatchWriter:
         if old not in self._abandoned:
             with contextlib.suppress(KafkaException):
                 old.purge()
-                self._bounded("close", old, old.close, TXN_STEP_TIMEOUT_S)
+                self._bounded("close", old, old.close, self.step_timeout_s)
         self._producer = self._new_producer()
 
     def limit_of(self, topic: str) -> int:
@@ -232,7 +234,7 @@ class TransactionalBatchWriter:
             value = json.dumps({"batch": batch_id, "state": state}, separators=(",", ":"))
             key = self.transactional_id.encode()
             self._produce(self.commits_topic, key, value.encode(), on_state)
-            undelivered = producer.flush(TXN_STEP_TIMEOUT_S)
+            undelivered = producer.flush(self.step_timeout_s)
             if failures:
                 cause = self._cause(producer, failures)
                 log.error("batch %d: %d records failed: %s", batch_id, len(failures), cause)
@@ -241,14 +243,14 @@ class TransactionalBatchWriter:
                 raise KafkaException(
                     KafkaError(KafkaError._MSG_TIMED_OUT, f"{undelivered} records undelivered")
                 )
-            metadata, step = self._group.consumer_group_metadata(), TXN_STEP_TIMEOUT_S
+            metadata, step = self._group.consumer_group_metadata(), self.step_timeout_s
             self._bounded(
                 "send_offsets_to_transaction", producer,
                 lambda: producer.send_offsets_to_transaction(state_at, metadata, step),
             )  # fmt: skip
             self._bounded(
                 "commit_transaction", producer,
-                lambda: producer.commit_transaction(TXN_STEP_TIMEOUT_S),
+                lambda: producer.commit_transaction(self.step_timeout_s),
             )  # fmt: skip
         except BaseException as error:
             if not (isinstance(error, KafkaException) and transient(error)):
@@ -266,7 +268,7 @@ class TransactionalBatchWriter:
         try:
             self._bounded(
                 "commit_transaction", producer,
-                lambda: producer.commit_transaction(TXN_STEP_TIMEOUT_S),
+                lambda: producer.commit_transaction(self.step_timeout_s),
             )  # fmt: skip
         except KafkaException as refused:
             if refused.args and isinstance(refused.args[0], KafkaError):
@@ -280,7 +282,7 @@ class TransactionalBatchWriter:
         try:
             self._bounded(
                 "abort_transaction", producer,
-                lambda: producer.abort_transaction(TXN_STEP_TIMEOUT_S),
+                lambda: producer.abort_transaction(self.step_timeout_s),
             )  # fmt: skip
         except KafkaException as error:
             log.warning("batch %d: could not abort its transaction: %s", batch_id, error)
@@ -290,12 +292,13 @@ class TransactionalBatchWriter:
         what: str,
         producer: Producer,
         call: Callable[[], object],
-        timeout: float = TXN_STEP_TIMEOUT_S,
+        timeout: float | None = None,
     ) -> None:
         """``call()`` on ``producer`` in a thread, given ``timeout`` (the call's own) and a
         margin to return: librdkafka's coordinator requests can ignore their timeout and hang
         when the coordinator went away (librdkafka issue 5456). A call that does not return is
         a transient error, and its producer is abandoned, never touched again."""
+        timeout = self.step_timeout_s if timeout is None else timeout
         done, raised = threading.Event(), []
 
         def run() -> None:

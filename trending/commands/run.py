@@ -20,6 +20,7 @@ from connectors.kafka import (
     wait_for_kafka,
 )
 from connectors.kafka_settings import spark_options
+from connectors.transactions import TXN_STEP_TIMEOUT_S
 from trending.commands import DefaultsHelpFormatter
 from trending.durations import (
     format_duration_ms,
@@ -276,6 +277,13 @@ def _add_spark_arguments(
         "signal stops at once",
     )
     spark.add_argument(
+        "--kafka-step-timeout",
+        type=_duration,
+        default=f"{TXN_STEP_TIMEOUT_S:g}s",
+        help="how long one step of a batch's Kafka transaction (flush, offsets, commit) may "
+        "take; then the producer is replaced and the batch sent again",
+    )
+    spark.add_argument(
         "--shuffle-partitions",
         type=int,
         default=None,
@@ -395,6 +403,7 @@ def _job_settings(
         "max_past_skew_ms": args.max_past_skew,
         "lease_timeout_s": args.lease_timeout / 1000,
         "shutdown_timeout_s": args.shutdown_timeout / 1000,
+        "kafka_step_timeout_s": args.kafka_step_timeout / 1000,
     }
 
 

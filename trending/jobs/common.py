@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from confluent_kafka import KafkaError
 
 from connectors.kafka_settings import SchemaRegistryAccess, registry_access
-from connectors.transactions import TransactionalBatchWriter
+from connectors.transactions import TXN_STEP_TIMEOUT_S, TransactionalBatchWriter
 from trending.errors import UserError
 from trending.jobs.batching import batch_bound
 from trending.lease import DEFAULT_TIMEOUT_S, CheckpointLease, LeaseLost
@@ -156,6 +156,7 @@ class JobSettings:
     max_past_skew_ms: int | None = None
     lease_timeout_s: float = DEFAULT_TIMEOUT_S  # see trending.lease
     shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S  # SIGTERM: the batch in progress ends
+    kafka_step_timeout_s: float = TXN_STEP_TIMEOUT_S  # see connectors.transactions
 
     @property
     def batch_bound(self) -> int | None:
@@ -216,7 +217,10 @@ def open_job(
     try:
         job_id = checkpoint.claim(job, settings)
         writer = TransactionalBatchWriter(
-            config.bootstrap, f"trending-{job}-{job_id}", config.kafka_options
+            config.bootstrap,
+            f"trending-{job}-{job_id}",
+            config.kafka_options,
+            step_timeout_s=config.kafka_step_timeout_s,
         )
         processor = build(job_id, writer)
         processor.lease = lease
