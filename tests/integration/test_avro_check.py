@@ -234,3 +234,24 @@ def test_a_huge_length_prefix_costs_no_heap(spark: Any) -> None:
     bomb = zigzag(7) + string(b"u") + zigzag(1_900_000_000) + b"\x00" * 16
     got = reasons(spark, [bomb] * 20 + [tweet()])
     assert got == ["length of field text is beyond the value"] * 20 + [None]
+
+
+def test_a_registry_over_tls_with_a_client_certificate(spark: Any, tmp_path: Any) -> None:
+    """HTTPS with the registry's CA (``ssl.ca.location``) and a client certificate and PKCS#8
+    key (``ssl.certificate.location``, ``ssl.key.location``): values decode. Without the client
+    certificate the registry refuses the connection, and the batch fails."""
+    from tests.support.registry import schema_registry, self_signed
+
+    server, client = self_signed(tmp_path, "registry"), self_signed(tmp_path, "job")
+    with schema_registry(tls=server, client_ca=client.cert) as running:
+        assert running.url.startswith("https://")
+        own = running.state.add("tweets-value", schema_json("tweet"))
+        trusted = {"ssl.ca.location": str(server.cert)}
+        mutual = access(
+            running.url,
+            **trusted,
+            **{"ssl.certificate.location": str(client.cert), "ssl.key.location": str(client.key)},
+        )
+        assert reasons(spark, [header(own) + tweet()], mutual) == [None]
+        with pytest.raises(Exception, match="did not answer for schema id"):
+            reasons(spark, [header(own) + tweet()], access(running.url, **trusted))

@@ -3,19 +3,24 @@
 No registry server installs on these machines (see the environment notes), and Spark's executors
 cannot reach confluent-kafka's in-process ``mock://`` one. This one serves
 ``POST /subjects/{subject}/versions`` and ``GET /schemas/ids/{id}`` from a thread of the test
-process, with optional basic auth, an outage switch and a log of the requests it answered.
+process, with optional basic auth, TLS (and client certificates), an outage switch and a log of
+the requests it answered.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
+import ipaddress
 import json
 import re
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 FIRST_ID = 101  # ids far from 0 and 1, so a test cannot pass by guessing them
@@ -130,15 +135,71 @@ class RunningRegistry:
     state: RegistryState
 
 
+@dataclass(frozen=True)
+class PemPair:
+    """A certificate and its unencrypted PKCS#8 key, PEM files."""
+
+    cert: Path
+    key: Path
+
+
+def self_signed(folder: Path, name: str) -> PemPair:
+    """A one-day self-signed certificate for 127.0.0.1 (an IP subject alternative name)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    pair = PemPair(folder / f"{name}.crt", folder / f"{name}.key")
+    pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pair.key.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return pair
+
+
 @contextmanager
-def schema_registry(users: dict[str, str] | None = None) -> Iterator[RunningRegistry]:
-    """Serve a registry on a free local port until the block ends."""
+def schema_registry(
+    users: dict[str, str] | None = None,
+    tls: PemPair | None = None,
+    client_ca: Path | None = None,
+) -> Iterator[RunningRegistry]:
+    """Serve a registry on a free local port until the block ends: over HTTPS with ``tls``,
+    asking for a client certificate issued by ``client_ca`` when given."""
     state = RegistryState(users=dict(users or {}))
     server = _Server(state)
+    scheme = "http"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls.cert, tls.key)
+        if client_ca is not None:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(client_ca)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
     thread = threading.Thread(target=server.serve_forever, name="test-registry", daemon=True)
     thread.start()
     try:
-        yield RunningRegistry(f"http://127.0.0.1:{server.server_address[1]}", state)
+        yield RunningRegistry(f"{scheme}://127.0.0.1:{server.server_address[1]}", state)
     finally:
         server.shutdown()
         server.server_close()

@@ -102,10 +102,12 @@ public final class SchemaRegistry implements Serializable {
               ? null
               : "Basic "
                   + Base64.getEncoder().encodeToString(userInfo.getBytes(StandardCharsets.UTF_8));
-      timeout = Duration.ofMillis((long) (Double.parseDouble(settings.getOrDefault("timeout", "30")) * 1000));
+      double seconds = Double.parseDouble(settings.getOrDefault("timeout", "30"));
+      timeout = Duration.ofMillis((long) (seconds * 1000));
       retries = Integer.parseInt(settings.getOrDefault("max.retries", "3"));
       HttpClient.Builder builder = HttpClient.newBuilder().connectTimeout(timeout);
-      if (settings.containsKey("ssl.ca.location") || settings.containsKey("ssl.certificate.location")) {
+      if (settings.containsKey("ssl.ca.location")
+          || settings.containsKey("ssl.certificate.location")) {
         builder.sslContext(tls(settings));
       }
       http = builder.build();
@@ -242,14 +244,16 @@ public final class SchemaRegistry implements Serializable {
             null);
         return context;
       } catch (IOException | GeneralSecurityException error) {
-        throw new IllegalArgumentException("schema registry TLS settings: " + error.getMessage(), error);
+        throw new IllegalArgumentException(
+            "schema registry TLS settings: " + error.getMessage(), error);
       }
     }
 
     private static Collection<? extends Certificate> certificates(String path)
         throws IOException, GeneralSecurityException {
       byte[] pem = Files.readAllBytes(Path.of(path));
-      return CertificateFactory.getInstance("X.509").generateCertificates(new ByteArrayInputStream(pem));
+      return CertificateFactory.getInstance("X.509")
+          .generateCertificates(new ByteArrayInputStream(pem));
     }
 
     private static PrivateKey privateKey(String path) throws IOException, GeneralSecurityException {
