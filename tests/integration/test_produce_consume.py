@@ -104,12 +104,15 @@ def test_consume_decodes_dead_letters_and_readable_lines(
     letter = {
         "topic": "tweets", "partition": 1, "offset": 7, "key": None, "value": b"\xff",
         "reason": "bad avro", "failed_at": START, "value_size": None,
+        "timestamp": START - 5_000, "headers": [{"key": "trace", "value": b"\x01"}],
     }  # fmt: skip
     sink = producer(kafka_bootstrap)
     sink.produce(topic, AvroCodec("dead_letter").encode(letter))
     sink.flush()
     as_json = consume_json(kafka_bootstrap, topic, "--max-records", "1")
-    assert json.loads(as_json.stdout) == {**letter, "value": "/w=="}
+    assert json.loads(as_json.stdout) == {
+        **letter, "value": "/w==", "headers": [{"key": "trace", "value": "AQ=="}]
+    }  # fmt: skip
     readable = trending(kafka_bootstrap, "consume", topic, "--from-beginning", "--max-records", "1")
     assert readable.stdout.strip() == "[0:0] 2023-11-14T22:13:20.000Z tweets[1]@7: bad avro"
 
