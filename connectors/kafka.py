@@ -1,8 +1,9 @@
 """Kafka clients (confluent-kafka / librdkafka): settings, topics, a checked producer, consumers.
 
-Security settings (``security.protocol``, ``sasl.*``, ``ssl.*``, ...) reach every client from a
-properties file, ``TRENDING_KAFKA_*`` variables and ``--kafka-option`` flags, in that order of
-precedence (see :mod:`connectors.kafka_settings`); errors never echo their secret values.
+Security settings (``security.protocol``, ``sasl.*``, ``ssl.*``, ...) reach every client from the
+configuration file's ``[kafka]`` table, a properties file, ``TRENDING_KAFKA_*`` variables and
+``--kafka-option`` flags, in that order of precedence (see :mod:`connectors.kafka_settings`);
+errors never echo their secret values.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from connectors.kafka_settings import CONFIG_ENV, kafka_settings, parse_options,
 from trending.errors import UserError
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
+# The namespace attribute holding the configuration file's [kafka] table (see trending.config)
+FILE_SETTINGS_DEST = "kafka_file_settings"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 Config = dict[str, Any]
 KeyValue = tuple[bytes | None, bytes]
@@ -84,7 +87,8 @@ def kafka_from_args(
     """The bootstrap address and the client settings given by :func:`add_kafka_arguments`,
     the settings file and the ``TRENDING_KAFKA_*`` variables of ``environ`` (the process's)."""
     environ = os.environ if environ is None else environ
-    settings = kafka_settings(args.kafka_config, args.kafka_option, environ)
+    defaults = getattr(args, FILE_SETTINGS_DEST, None)
+    settings = kafka_settings(args.kafka_config, args.kafka_option, environ, defaults)
     configured = settings.pop("bootstrap.servers", None)
     bootstrap = args.bootstrap_servers or environ.get(BOOTSTRAP_ENV) or configured
     return bootstrap or DEFAULT_BOOTSTRAP, settings

@@ -3,11 +3,12 @@
 The librdkafka settings of every client (producers, consumers, admin, the transactional
 writer) come from, lowest to highest precedence:
 
-1. a properties file: ``--kafka-config FILE``, else ``$TRENDING_KAFKA_CONFIG`` (``key=value``
+1. the ``[kafka]`` table of the configuration file (``trending --config FILE``);
+2. a properties file: ``--kafka-config FILE``, else ``$TRENDING_KAFKA_CONFIG`` (``key=value``
    lines, ``#`` or ``!`` comments, blank lines; values are taken literally);
-2. environment variables ``TRENDING_KAFKA_<NAME>``, NAME being the setting upper-cased with
+3. environment variables ``TRENDING_KAFKA_<NAME>``, NAME being the setting upper-cased with
    ``.`` as ``_`` (``TRENDING_KAFKA_SASL_PASSWORD`` is ``sasl.password``);
-3. ``--kafka-option KEY=VALUE`` flags.
+4. ``--kafka-option KEY=VALUE`` flags.
 
 Spark's Kafka source (the Java client) gets the same security settings under their Java names
 (:func:`spark_options`); its explicit ``--spark-kafka-option`` flags win. The schema registry
@@ -95,17 +96,46 @@ def env_settings(environ: Mapping[str, str], prefix: str) -> dict[str, str]:
     }
 
 
-def kafka_settings(
-    config_file: str | None, options: Sequence[str] | None, environ: Mapping[str, str]
-) -> dict[str, str]:
-    """The librdkafka settings: the properties file, then the environment, then the flags."""
-    path = config_file or environ.get(CONFIG_ENV)
-    from_env = env_settings({k: v for k, v in environ.items() if k != CONFIG_ENV}, KAFKA_ENV_PREFIX)
+def env_names(environ: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """The variable behind each setting :func:`env_settings` finds."""
     return {
-        **(read_properties(path) if path else {}),
-        **from_env,
-        **parse_options(options, "--kafka-option"),
+        name[len(prefix) :].lower().replace("_", "."): name
+        for name in sorted(environ)
+        if name.startswith(prefix) and len(name) > len(prefix)
     }
+
+
+def kafka_settings(
+    config_file: str | None,
+    options: Sequence[str] | None,
+    environ: Mapping[str, str],
+    defaults: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The librdkafka settings: ``defaults`` (the configuration file's ``[kafka]`` table), the
+    properties file, then the environment, then the flags."""
+    sources = kafka_sources(config_file, options, environ, defaults)
+    return {key: value for key, (value, _) in sources.items()}
+
+
+def kafka_sources(
+    config_file: str | None,
+    options: Sequence[str] | None,
+    environ: Mapping[str, str],
+    defaults: Mapping[str, str] | None = None,
+    defaults_source: str = "config file [kafka]",
+) -> dict[str, tuple[str, str]]:
+    """Each librdkafka setting of :func:`kafka_settings` with where it comes from."""
+    path = config_file or environ.get(CONFIG_ENV)
+    variables = {k: v for k, v in environ.items() if k != CONFIG_ENV}
+    names = env_names(variables, KAFKA_ENV_PREFIX)
+    from_env = env_settings(variables, KAFKA_ENV_PREFIX)
+    sources = {key: (value, defaults_source) for key, value in (defaults or {}).items()}
+    if path:
+        sources |= {key: (value, f"file {path}") for key, value in read_properties(path).items()}
+    sources |= {key: (value, f"env {names[key]}") for key, value in from_env.items()}
+    flags = parse_options(options, "--kafka-option")
+    sources |= {key: (value, "flag --kafka-option") for key, value in flags.items()}
+    return sources
 
 
 def registry_settings(environ: Mapping[str, str]) -> dict[str, Any]:

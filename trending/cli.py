@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Protocol
 
 from trending import __version__
+from trending.config import CONFIG_ENV, ConfigError, configure
 from trending.errors import UserError
 
 # Each module registers its own sub-command(s) with ``register(subparsers)``.
@@ -19,6 +21,7 @@ COMMAND_MODULES = (
     "trending.commands.run",
     "trending.commands.windows",
     "trending.commands.demo",
+    "trending.commands.config",
 )
 
 
@@ -32,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Exact windowing for Spark Structured Streaming on Kafka.",
     )
     parser.add_argument("--version", action="version", version=f"trending {__version__}")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"a TOML or YAML file of option values for every command (default: ${CONFIG_ENV}); "
+        "flags and environment variables win over it",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         module: _CommandModule = importlib.import_module(name)
@@ -41,15 +50,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        configure(parser, arguments, os.environ)
+    except UserError as error:
+        return _report(error)
+    args = parser.parse_args(arguments)
     try:
         code: int = args.handler(args)
     except UserError as error:
-        print(f"trending: error: {error}", file=sys.stderr)
-        return 2
+        return _report(error)
     except KeyboardInterrupt:
         return 130
     return code
+
+
+def _report(error: UserError) -> int:
+    """Print ``error`` (each problem of a configuration file on its own line); exit code 2."""
+    for problem in error.problems if isinstance(error, ConfigError) else [str(error)]:
+        print(f"trending: error: {problem}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -57,6 +57,14 @@ def _duration(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from error
 
 
+def _positive_duration(text: str) -> int:
+    """A duration longer than zero, for argparse."""
+    value = _duration(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"want a duration longer than 0, got {text!r}")
+    return value
+
+
 def _optional_duration(text: str) -> int | None:
     try:
         return parse_optional_duration_ms(text)
@@ -108,8 +116,8 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
         formatter_class=DefaultsHelpFormatter,
     )
     window = parser.add_argument_group("windows")
-    window.add_argument("--size", type=_duration, default="5m", help="window size")
-    window.add_argument("--hop", type=_duration, default="1m", help="window hop (slide)")
+    window.add_argument("--size", type=_positive_duration, default="5m", help="window size")
+    window.add_argument("--hop", type=_positive_duration, default="1m", help="window hop (slide)")
     window.add_argument("--align", type=_duration, default="0s", help="window alignment a")
     window.add_argument("--top", type=int, default=10, help="k: hashtags per top-k record")
     window.add_argument(
