@@ -24,13 +24,14 @@ check-test-tools:
 env: check-tools $(VENV)/.installed
 
 # setuptools and wheel in the venv build the package's wheel offline (pip wheel
-# --no-build-isolation, as tests/integration/test_installed_wheel.py does). setuptools stays
-# below 80.9: twitter-text-parser imports pkg_resources, which 80.9 deprecates with a
-# UserWarning (an error under the tests' warning filter) and 81 removes.
+# --no-build-isolation, as tests/integration/test_installed_wheel.py does). setuptools is 77 or
+# newer (the SPDX license string of pyproject.toml) and below 80.9: twitter-text-parser imports
+# pkg_resources, which 80.9 deprecates with a UserWarning (an error under the tests' warning
+# filter) and 81 removes.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet 'setuptools<80.9' wheel
+	$(BIN)/pip install --quiet 'setuptools>=77,<80.9' wheel
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 

@@ -496,8 +496,10 @@ def produce_tweets(
     partitions: int = 4,
     rate: float | None = None,
     progress: Callable[[int], None] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> int:
-    """Write ``tweets`` as Avro to ``topic`` (created with ``partitions`` when missing).
+    """Write ``tweets`` as Avro to ``topic`` (created with ``partitions`` when missing);
+    ``settings`` go to the producer as they are (e.g. a ``logger``).
 
     Keys are the user names; records go round-robin over the topic's partitions. A
     :class:`TweetStream` is encoded on its fast path. Returns the count once every record is
@@ -510,7 +512,7 @@ def produce_tweets(
         records: Iterable[tuple[bytes | None, bytes]] = tweets.avro_records(codec.header)
     else:
         records = ((t["user"].encode(), codec.encode(t)) for t in tweets)
-    sink = producer(bootstrap, extra)
+    sink = producer(bootstrap, extra, settings=settings)
     count = sink.produce_many(topic, records, partitions=spread, rate=rate, progress=progress)
     sink.flush()
     return count

@@ -6,6 +6,7 @@ Everything the demo starts it stops again: the tweet stream, the job and the bro
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from connectors.broker import LocalBroker, free_port
 from connectors.jvm import REPO_ROOT
@@ -55,7 +57,7 @@ def run_demo(args: argparse.Namespace) -> int:
         burst = generate_tweets(
             seed=int(time.time()), count=args.burst, start_ms=start, events_per_second=2_000.0
         )
-        produce_tweets(broker.bootstrap, "tweets", burst)
+        produce_tweets(broker.bootstrap, "tweets", burst, settings=quiet_kafka_logs())
         stop = threading.Event()
         feeder = threading.Thread(
             target=_feed_live, args=(broker.bootstrap, args.rate, stop), daemon=True
@@ -82,7 +84,7 @@ def _feed_live(bootstrap: str, rate: float, stop: threading.Event) -> None:
     from connectors.kafka import producer
     from trending.generate import generate_tweets
 
-    sink = producer(bootstrap)
+    sink = producer(bootstrap, settings=quiet_kafka_logs())
     tick, chunk = 0, max(1, int(rate / 4))
     while not stop.is_set():
         now = int(time.time() * 1000)
@@ -94,6 +96,15 @@ def _feed_live(bootstrap: str, rate: float, stop: threading.Event) -> None:
         tick += 1
         stop.wait(0.25)
     sink.flush(30)
+
+
+def quiet_kafka_logs() -> dict[str, Any]:
+    """Producer settings that keep librdkafka's log lines off the screen: the demo's own
+    notices (a broker still loading, connections refused once it stopped) are not news."""
+    quiet = logging.getLogger("trending.demo.kafka")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    return {"logger": quiet}
 
 
 def _start_job(bootstrap: str, run_dir: Path) -> subprocess.Popen[bytes]:
