@@ -6,9 +6,10 @@ claiming gigabytes, null and empty. The rule, checked with an Avro reader indepe
 (fastavro, logical types off): a value is a record when it decodes to exactly one datum of the
 schema with every byte used, every string valid UTF-8, every int within 32 bits and every
 timestamp within what Spark holds (microseconds in a long). Each record must come out of the
-job's decoding path with its fields, every other value with a dead-letter reason. Through the
-hashtags job end to end: every value garbled beyond decoding is a dead letter, the job ends
-normally, and the valid tweets around them are counted exactly.
+job's decoding path with its fields, every other value with a dead-letter reason. Through each
+job end to end (hashtags, sensors, windows, the SPL example): every value garbled beyond decoding
+is a dead letter at its offset, the job ends normally, and the valid records around them give
+exactly the results of an independent model.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from connectors.avro import AvroCodec, schema_json
+from connectors.avro import AvroCodec, encode_tweet, schema_json
 from connectors.kafka import ensure_topics, producer
 from connectors.spark_kafka import decode_avro
 from tests.support.hashtags import independent_finals, random_tweets
@@ -47,6 +48,7 @@ JOBS = {
     "sensors-readings": ("sensor_reading", None),
     "sensors-queries": ("sensor_query", None),
     "windows": ("interval_event", None),
+    "spl-example": ("tweet", None),
 }
 FUZZ = settings(
     max_examples=12,
@@ -410,3 +412,42 @@ def test_the_windows_job_dead_letters_every_bad_value_and_sums_the_rest_exactly(
     assert {(d["partition"], d["offset"]): d["value"] for d in letters} == bad
     assert topics.letters(topics.late) == []
     assert topics.rows() == snapshot_sums(lines)
+
+
+def test_the_spl_example_dead_letters_every_bad_value_and_windows_the_rest_exactly(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """300 tweets with 120 garbled values among them through the SPL example: each garbled
+    value is a dead letter at its offset, and every user's window events equal the pure
+    window's over the valid tweets."""
+    from tests.integration.test_spl_kafka_example import (
+        EXAMPLE,
+        SPEC,
+        expected_events,
+        published_events,
+        tweets,
+    )  # fmt: skip
+
+    rng = random.Random(101)
+    users = [f"u{rng.randrange(5)}" for _ in range(300)]
+    values: list[tuple[bool, bytes | None]] = [(False, encode_tweet(t)) for t in tweets(users)]
+    valid = [value for _, value in values if value is not None]
+    for value in invalid_mutations(json.loads(schema_json("tweet")), valid, 120, rng):
+        values.insert(rng.randrange(len(values) + 1), (True, value))
+    tag = uuid.uuid4().hex[:8]
+    source, sink, dead = f"tweets-{tag}", f"windows-{tag}", f"dead-{tag}"
+    ensure_topics(kafka_bootstrap, [source], partitions=1)
+    produced = produce_raw(kafka_bootstrap, source, [value for _, value in values])
+    command = [
+        sys.executable, str(EXAMPLE), "--bootstrap", kafka_bootstrap, "--topic", source,
+        "--spec", json.dumps(SPEC), "--output-topic", sink, "--dead-letter-topic", dead,
+        "--checkpoint", str(tmp_path / "checkpoint"), "--available-now",
+        "--max-offsets-per-trigger", "100",
+    ]  # fmt: skip
+    run_to_end(command)
+    assert published_events(kafka_bootstrap, sink) == expected_events(users)
+    letters = [AvroCodec("dead_letter").decode(r.value) for r in read_all(kafka_bootstrap, dead)]
+    assert {d["offset"]: d["value"] for d in letters} == {
+        offset: value for (_, offset), value in produced.items() if values[offset][0]
+    }
+    assert all(d["reason"] for d in letters)
