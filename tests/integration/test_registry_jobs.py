@@ -5,7 +5,8 @@ here). Producers wrote the input with two writer schemas: the job's own and an e
 (fields reordered, one dropped, one added, an int the reader widens to long); other records name
 an id the registry does not know, or a schema no tweet can be read from. The rule: every record
 of a compatible writer counts exactly as if written with the job's schema, the others are dead
-letters with their reason, and the registry's password appears nowhere in the job's log.
+letters with their reason, and the registry's password appears nowhere in the job's log. The
+sensors job reads its two topics in the wire format the same way.
 """
 
 from __future__ import annotations
@@ -121,3 +122,29 @@ def test_the_hashtags_job_reads_every_compatible_writer_schema(
     assert finals == independent_finals(tweets, 120_000, 30_000, 0)
     # one lookup per writer schema the job met, not one per record
     assert registry.state.lookups(evolved_id) <= 2
+
+
+def test_the_sensors_job_reads_the_wire_format_and_dead_letters_unknown_ids(
+    kafka_bootstrap: str, registry: RunningRegistry, tmp_path: Path
+) -> None:
+    """Readings and queries in the wire format (registered over HTTP with basic auth), one value
+    naming an id the registry does not know: the matches and popular readings equal the seed
+    model's, and the unknown id is a dead letter."""
+    from tests.integration.test_sensors_job import Job, make_events, oracle
+    from trending.spark.session import build_session
+
+    job = Job(kafka_bootstrap, tmp_path, registry_url=registry.url)
+    events = make_events(500, 200, seed=23)
+    unknown = b"\x00" + (99_999).to_bytes(4, "big") + b"\x00"
+    job.produce(events, extra=(unknown,))
+    spark = build_session("tests-registry-sensors", "local[2]", shuffle_partitions=2)
+    try:
+        job.run(spark, size=25, threshold=3, schema_registry_url=registry.url)
+    finally:
+        spark.stop()
+    assert job.results() == oracle(events, 25, 3, False)
+    letters = [
+        AvroCodec("dead_letter", registry.url).decode(r.value)
+        for r in read_all(kafka_bootstrap, job.topics["dlq"])
+    ]
+    assert [(d["reason"], d["value"]) for d in letters] == [("unknown schema id 99999", unknown)]

@@ -105,11 +105,12 @@ RECORD_TS = 1_700_000_000_321
 
 
 class Job:
-    """One job's topics and checkpoint."""
+    """One job's topics and checkpoint; with ``registry_url``, values in the wire format."""
 
-    def __init__(self, bootstrap: str, tmp_path: Path) -> None:
+    def __init__(self, bootstrap: str, tmp_path: Path, registry_url: str | None = None) -> None:
         tag = uuid.uuid4().hex[:8]
         self.bootstrap = bootstrap
+        self.registry_url = registry_url
         names = ("readings", "queries", "matches", "popular", "late", "dlq")
         self.topics = {n: f"sensor-{n}-{tag}" for n in names}
         self.checkpoint = tmp_path / f"checkpoint-{tag}"
@@ -117,7 +118,8 @@ class Job:
 
     def produce(self, events: list[Event], extra: tuple[bytes | None, ...] = ()) -> None:
         """Write ``events``, noting each one's partition and offset on it."""
-        codecs = {"r": AvroCodec("sensor_reading"), "q": AvroCodec("sensor_query")}
+        url = self.registry_url
+        codecs = {"r": AvroCodec("sensor_reading", url), "q": AvroCodec("sensor_query", url)}
         topics = {"r": self.topics["readings"], "q": self.topics["queries"]}
         producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
         for event in events:
@@ -165,7 +167,9 @@ class Job:
         return processor
 
     def results(self) -> tuple[Counter[tuple[Any, ...]], Counter[tuple[Any, ...]]]:
-        match_codec, popular_codec = AvroCodec("sensor_match"), AvroCodec("popular_reading")
+        url = self.registry_url
+        match_codec = AvroCodec("sensor_match", url)
+        popular_codec = AvroCodec("popular_reading", url)
         matches: Counter[tuple[Any, ...]] = Counter()
         for r in read_all(self.bootstrap, self.topics["matches"]):
             m = match_codec.decode(r.value)
