@@ -27,12 +27,13 @@ env: check-tools $(VENV)/.installed
 # --no-build-isolation, as tests/integration/test_installed_wheel.py does). setuptools is 77 or
 # newer (the SPDX license string of pyproject.toml) and below 80.9: twitter-text-parser imports
 # pkg_resources, which 80.9 deprecates with a UserWarning (an error under the tests' warning
-# filter) and 81 removes.
+# filter) and 81 removes. PYTHONWARNINGS keeps setuptools' notes on editable installs off the
+# screen.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet 'setuptools>=77,<80.9' wheel
-	$(BIN)/pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 
 # JVM jars from Maven Central, declared once in jvm/*/pom.xml, copied into build/jars/<group>.
