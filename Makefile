@@ -42,7 +42,9 @@ jars: check-tools $(foreach g,$(JVM_GROUPS),$(JARS)/$(g)/.fetched) $(JARS)/udf/t
 $(JARS)/%/.fetched: jvm/%/pom.xml
 	@echo "fetching JVM jars: $*"
 	@mkdir -p $(JARS)/$* && find $(JARS)/$* -name '*.jar' ! -name 'trending-*.jar' -delete
-	cd jvm/$* && $(MVN) -q -B dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS)/$*)
+	@# Maven's output (colour codes even when quiet) is shown only when it fails
+	@cd jvm/$* && $(MVN) -q -B dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS)/$*) \
+	  > $(abspath $(JARS))/$*.mvn.log 2>&1 || { cat $(abspath $(JARS))/$*.mvn.log; exit 1; }
 	@touch $@
 
 $(JARS)/udf/trending-udf.jar: $(VENV)/.installed $(UDF_SOURCES) $(JARS)/udf/.fetched
