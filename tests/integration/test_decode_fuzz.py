@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from connectors.avro import AvroCodec, encode_tweet, schema_json
 from connectors.kafka import ensure_topics, producer
 from connectors.spark_kafka import decode_avro
-from tests.support.hashtags import independent_finals, random_tweets
+from tests.support.hashtags import finals_of, hashtags_command, independent_finals, random_tweets
 from tests.support.jobs import run_to_end
 from tests.support.kafka import read_all
 
@@ -283,15 +283,10 @@ def test_the_hashtags_job_dead_letters_every_bad_value_and_counts_the_rest_exact
     sink = producer(kafka_bootstrap)
     sink.produce_many(f"tweets-{tag}", ((b"k", v) for v in values))  # type: ignore[misc]
     sink.flush(30)
-    command = [
-        sys.executable, "-m", "trending.cli", "run", "hashtags", "--available-now",
-        "--warm-up-rows", "2000", "--master", "local[2]", "--bootstrap-servers", kafka_bootstrap,
-        "--size", "120s", "--hop", "30s", "--lateness", "0s", "--partitions", "1",
-        "--max-offsets-per-trigger", "700", "--input-topic", f"tweets-{tag}",
-        "--output-topic", f"trending-{tag}", "--late-topic", f"late-{tag}",
-        "--dead-letter-topic", f"dlq-{tag}", "--checkpoint", str(tmp_path / "checkpoint"),
-        "--metrics-port", "0",
-    ]  # fmt: skip
+    command = hashtags_command(
+        kafka_bootstrap, tag, tmp_path / "checkpoint", "--available-now",
+        "--max-offsets-per-trigger", "700",
+    )  # fmt: skip
     log = run_to_end(command)
     assert re.search(rf"hashtags job stopped: \d+ micro-batches: .* {len(bad)} dead letters", log)
     letters = [
@@ -307,12 +302,8 @@ def test_the_hashtags_job_dead_letters_every_bad_value_and_counts_the_rest_exact
     assert all(letter["reason"] for letter in letters)
     assert read_all(kafka_bootstrap, f"late-{tag}") == []
     codec = AvroCodec("trending_topk")
-    finals = {
-        r["window_start"]: [(e["hashtag"], e["count"]) for e in r["top"]]
-        for r in map(codec.decode, (x.value for x in read_all(kafka_bootstrap, f"trending-{tag}")))
-        if r["is_final"]
-    }
-    assert finals == independent_finals(tweets, 120_000, 30_000, 0)
+    records = [codec.decode(x.value) for x in read_all(kafka_bootstrap, f"trending-{tag}")]
+    assert finals_of(records) == independent_finals(tweets, 120_000, 30_000, 0)
 
 
 def invalid_mutations(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import random
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,7 @@ import pytest
 
 from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics, producer
-from tests.support.hashtags import independent_finals, random_tweets
+from tests.support.hashtags import finals_of, hashtags_command, independent_finals, random_tweets
 from tests.support.jobs import run_to_end
 from tests.support.kafka import read_all
 from tests.support.registry import RunningRegistry, schema_registry
@@ -95,16 +94,10 @@ def test_the_hashtags_job_reads_every_compatible_writer_schema(
     sink = producer(kafka_bootstrap)
     sink.produce_many(f"tweets-{tag}", ((b"k", v) for v in values))  # type: ignore[misc]
     sink.flush(30)
-    command = [
-        sys.executable, "-m", "trending.cli", "run", "hashtags", "--available-now",
-        "--warm-up-rows", "2000", "--master", "local[2]", "--bootstrap-servers", kafka_bootstrap,
-        "--schema-registry-url", registry.url,
-        "--size", "120s", "--hop", "30s", "--lateness", "0s", "--partitions", "1",
-        "--max-offsets-per-trigger", "600", "--input-topic", f"tweets-{tag}",
-        "--output-topic", f"trending-{tag}", "--late-topic", f"late-{tag}",
-        "--dead-letter-topic", f"dlq-{tag}", "--checkpoint", str(tmp_path / "checkpoint"),
-        "--metrics-port", "0",
-    ]  # fmt: skip
+    command = hashtags_command(
+        kafka_bootstrap, tag, tmp_path / "checkpoint", "--available-now",
+        "--max-offsets-per-trigger", "600", "--schema-registry-url", registry.url,
+    )  # fmt: skip
     log = run_to_end(command)
     assert PASSWORD not in log
     letters = [
@@ -114,11 +107,7 @@ def test_the_hashtags_job_reads_every_compatible_writer_schema(
     assert {letter["offset"]: letter["reason"] for letter in letters} == dead
     assert all(letter["value"] == values[letter["offset"]] for letter in letters)
     topk = AvroCodec("trending_topk", registry.url)
-    finals = {
-        r["window_start"]: [(e["hashtag"], e["count"]) for e in r["top"]]
-        for r in (topk.decode(x.value) for x in read_all(kafka_bootstrap, f"trending-{tag}"))
-        if r["is_final"]
-    }
+    finals = finals_of([topk.decode(x.value) for x in read_all(kafka_bootstrap, f"trending-{tag}")])
     assert finals == independent_finals(tweets, 120_000, 30_000, 0)
     # one lookup per writer schema the job met, not one per record
     assert registry.state.lookups(evolved_id) <= 2

@@ -9,7 +9,6 @@ import os
 import random
 import re
 import signal
-import sys
 import time
 import uuid
 from collections import Counter
@@ -19,7 +18,7 @@ import pytest
 
 from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics, producer
-from tests.support.hashtags import independent_finals, random_tweets
+from tests.support.hashtags import finals_of, hashtags_command, independent_finals, random_tweets
 from tests.support.jobs import run_to_end, start_job, wait_logged
 from tests.support.kafka import read_all
 
@@ -50,16 +49,10 @@ def test_sigterm_lets_the_batch_in_progress_commit_and_a_restart_loses_nothing(
     sink = producer(kafka_bootstrap)
     sink.produce_many(f"tweets-{tag}", ((b"k", codec.encode(t)) for t in tweets))
     sink.flush(30)
-    command = [
-        sys.executable, "-m", "trending.cli", "run", "hashtags", "--master", "local[2]",
-        "--warm-up-rows", "2000",
-        "--bootstrap-servers", kafka_bootstrap, "--size", "120s", "--hop", "30s",
-        "--lateness", "0s", "--partitions", "1", "--max-offsets-per-trigger", "300",
+    command = hashtags_command(
+        kafka_bootstrap, tag, tmp_path / "checkpoint", "--max-offsets-per-trigger", "300",
         "--trigger", "100ms", "--shutdown-timeout", f"{SHUTDOWN_TIMEOUT_S}s",
-        "--input-topic", f"tweets-{tag}", "--output-topic", f"trending-{tag}",
-        "--late-topic", f"late-{tag}", "--dead-letter-topic", f"dlq-{tag}",
-        "--checkpoint", str(tmp_path / "checkpoint"), "--metrics-port", "0",
-    ]  # fmt: skip
+    )  # fmt: skip
     process, lines = start_job(command)
     try:
         wait_logged(lines, r"batch 2: ")  # a backlog of about 10 batches is left
@@ -89,9 +82,4 @@ def test_sigterm_lets_the_batch_in_progress_commit_and_a_restart_loses_nothing(
     for r in published:
         by_window.setdefault(r["window_start"], []).append(r["revision"])
     assert all(sorted(v) == list(range(1, len(v) + 1)) for v in by_window.values())
-    finals = {
-        r["window_start"]: [(e["hashtag"], e["count"]) for e in r["top"]]
-        for r in published
-        if r["is_final"]
-    }
-    assert finals == independent_finals(tweets, 120_000, 30_000, 0)
+    assert finals_of(published) == independent_finals(tweets, 120_000, 30_000, 0)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from pathlib import Path
 from random import Random
 from typing import Any
 
@@ -43,3 +45,26 @@ def random_tweets(
          + (rng.randrange(-jitter_ms, jitter_ms) if jitter_ms else 0)}
         for i in range(count)
     ]  # fmt: skip
+
+
+def hashtags_command(bootstrap: str, tag: str, checkpoint: Path, *extra: str) -> list[str]:
+    """``trending run hashtags`` over topics ``tweets-``, ``trending-``, ``late-`` and
+    ``dlq-<tag>``: 2m windows every 30s, no lateness (:func:`independent_finals` with
+    ``120_000, 30_000, 0``), one partition, a small warm-up; ``extra`` flags appended."""
+    return [
+        sys.executable, "-m", "trending.cli", "run", "hashtags", "--master", "local[2]",
+        "--warm-up-rows", "2000", "--bootstrap-servers", bootstrap,
+        "--size", "120s", "--hop", "30s", "--lateness", "0s", "--partitions", "1",
+        "--input-topic", f"tweets-{tag}", "--output-topic", f"trending-{tag}",
+        "--late-topic", f"late-{tag}", "--dead-letter-topic", f"dlq-{tag}",
+        "--checkpoint", str(checkpoint), "--metrics-port", "0", *extra,
+    ]  # fmt: skip
+
+
+def finals_of(records: list[dict[str, Any]]) -> dict[int, list[tuple[str, int]]]:
+    """Each final top-k record's window start and ``(hashtag, count)`` entries."""
+    return {
+        r["window_start"]: [(e["hashtag"], e["count"]) for e in r["top"]]
+        for r in records
+        if r["is_final"]
+    }
