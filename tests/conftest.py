@@ -1,8 +1,14 @@
 """Shared fixtures: a Kafka broker for the session and unique topic names per test.
 
-The broker is, in order: ``$KAFKA_BOOTSTRAP_SERVERS``; a container of the official
-``apache/kafka`` image when a Docker engine answers; else the broker from the Maven jars
-(``make jars``) on free ports with a temporary data directory.
+The broker is, in order: ``$TRENDING_TEST_KAFKA`` (a test-only variable: the suite never uses
+``$KAFKA_BOOTSTRAP_SERVERS``, the variable users export for their real cluster); a container
+of the official ``apache/kafka`` image when a Docker engine answers; else the broker from the
+Maven jars (``make jars``) on free ports with a temporary data directory.
+
+The session also drops every setting a user may have exported for the real service
+(``KAFKA_BOOTSTRAP_SERVERS``, ``TRENDING_CONFIG``, ``TRENDING_KAFKA_*``,
+``TRENDING_SCHEMA_REGISTRY_*``), so no job a test starts can reach a user's cluster, and loads
+the Hypothesis profile ``ci`` (derandomized, no deadline) when ``$CI`` is set.
 """
 
 from __future__ import annotations
@@ -14,11 +20,33 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
-from connectors.broker import LocalBroker, free_port
-from connectors.kafka import BOOTSTRAP_ENV, wait_for_kafka
+from connectors.kafka import wait_for_kafka
+from tests.support.ports import free_port, local_broker
 
 KAFKA_IMAGE = "apache/kafka:4.1.1"
+TEST_KAFKA_ENV = "TRENDING_TEST_KAFKA"
+USER_SETTINGS = ("KAFKA_BOOTSTRAP_SERVERS", "TRENDING_CONFIG", "TRENDING_KAFKA_CONFIG")
+USER_PREFIXES = ("TRENDING_KAFKA_", "TRENDING_SCHEMA_REGISTRY_")
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def _is_user_setting(name: str) -> bool:
+    return name in USER_SETTINGS or name.startswith(USER_PREFIXES)
+
+
+for _name in [name for name in os.environ if _is_user_setting(name)]:
+    del os.environ[_name]  # tests and the jobs they start see none of the user's settings
 
 
 def docker_answers(timeout: float = 2.0) -> bool:
@@ -64,15 +92,15 @@ def _container_kafka() -> Iterator[str]:
 
 
 def _jar_kafka(data_dir: Path) -> Iterator[str]:
-    with LocalBroker(free_port(), data_dir, controller_port=free_port()) as broker:
+    with local_broker(data_dir) as broker:
         yield broker.bootstrap
 
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The bootstrap address of a Kafka broker for this test session."""
-    if os.environ.get(BOOTSTRAP_ENV):
-        yield os.environ[BOOTSTRAP_ENV]
+    if os.environ.get(TEST_KAFKA_ENV):
+        yield os.environ[TEST_KAFKA_ENV]
     elif docker_answers():
         yield from _container_kafka()
     else:

@@ -35,6 +35,7 @@ from tests.integration.test_windows_job import LATENESS_MS as WINDOWS_LATENESS_M
 from tests.integration.test_windows_job import Topics, make_lines, produce_lines, snapshot_sums
 from tests.support.jobs import kill_after, run_to_end
 from tests.support.kafka import read_all
+from tests.support.queries import SLOW_TEST_TIMEOUT
 from tests.support.spark_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.integration
@@ -64,6 +65,7 @@ def records(bootstrap: str, topic: str) -> list[dict[str, Any]]:
     return [codec.decode(r.value) for r in read_all(bootstrap, topic)]
 
 
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_hashtags_on_a_standalone_cluster_equal_local_and_survive_a_killed_driver(
     kafka_bootstrap: str, cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
@@ -94,6 +96,7 @@ def test_hashtags_on_a_standalone_cluster_equal_local_and_survive_a_killed_drive
     assert max(revisions.values()) == 1, "a (window, revision) was published twice"
 
 
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_sensors_on_a_standalone_cluster_equal_the_seed_model_across_a_killed_driver(
     kafka_bootstrap: str, cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
@@ -110,6 +113,7 @@ def test_sensors_on_a_standalone_cluster_equal_the_seed_model_across_a_killed_dr
     assert job.results() == sensors_oracle(events, 30, 3, False)
 
 
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_temporal_windows_on_a_standalone_cluster_equal_a_sweep_across_a_killed_driver(
     kafka_bootstrap: str, cluster: StandaloneCluster, tmp_path: Path
 ) -> None:

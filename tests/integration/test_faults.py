@@ -24,11 +24,13 @@ from typing import Any
 import pytest
 
 from connectors.avro import AvroCodec
-from connectors.broker import LocalBroker, free_port
+from connectors.broker import LocalBroker
 from connectors.kafka import ensure_topics, producer
 from tests.support.hashtags import independent_finals, random_tweets
 from tests.support.jobs import crash_and_restart, kill_group, run_to_end, start_job, wait_logged
 from tests.support.kafka import change_acls, delete_topic, read_all, write_denied
+from tests.support.ports import local_broker
+from tests.support.queries import SLOW_TEST_TIMEOUT
 
 pytestmark = pytest.mark.integration
 TAGS = ["spark", "kafka", "flink", "beam", "storm", "samza", "heron", "pulsar"]
@@ -40,7 +42,7 @@ Fault = Callable[[str], None]
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
     data = tmp_path_factory.mktemp("fault-kafka")
-    with LocalBroker(free_port(), data, controller_port=free_port(), acls=True) as local:
+    with local_broker(data, acls=True) as local:
         yield local
 
 
@@ -148,6 +150,7 @@ def longest_batch_s(log: str) -> float:
     return max(float(s) for s in re.findall(r"^.*batch \d+: .* in ([\d.]+)s \(", log, re.M))
 
 
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_a_broker_paused_for_20_s_then_restarted_mid_stream_loses_nothing(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
@@ -173,6 +176,7 @@ def test_a_broker_paused_for_20_s_then_restarted_mid_stream_loses_nothing(
     assert "hashtags job stopped" in log
 
 
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_an_output_topic_deleted_then_refusing_writes_loses_nothing_from_its_return(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
@@ -230,6 +234,7 @@ def test_an_output_topic_deleted_then_refusing_writes_loses_nothing_from_its_ret
     assert read_all(broker.bootstrap, f"late-{tag}") == []
 
 
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
     # 35 batches: the five kills land (each 0-4 s after a run's first batch) well before its end
     tweets = make_tweets(10_500, seed=71)

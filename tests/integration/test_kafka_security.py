@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from connectors.avro import AvroCodec
-from connectors.broker import LocalBroker, free_port
+from connectors.broker import LocalBroker
 from connectors.kafka import ensure_topics, producer
 from tests.support.hashtags import independent_finals, random_tweets
+from tests.support.ports import local_broker
 
 pytestmark = pytest.mark.integration
 USER = "alice"
@@ -33,7 +34,7 @@ SIZE_MS, HOP_MS, LATENESS_MS = 120_000, 30_000, 30_000
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
     data = tmp_path_factory.mktemp("sasl-kafka")
-    with LocalBroker(free_port(), data, free_port(), users={USER: PASSWORD}) as local:
+    with local_broker(data, users={USER: PASSWORD}) as local:
         yield local
 
 

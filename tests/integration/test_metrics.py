@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from connectors.broker import free_port
 from tests.integration.test_hashtags_job import Job, make_tweets, produce
+from tests.support.ports import free_port, retry_on_bind
 from trending.jobs.hashtags import start_query
 from trending.metrics import Metrics
 from trending.spark.listener import Monitoring
@@ -77,26 +77,38 @@ class Prometheus:
     """A Prometheus process scraping one target every second, with the project's alert rules."""
 
     def __init__(self, target: str, tmp_path: Path) -> None:
-        self.url = f"http://127.0.0.1:{free_port()}"
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(ALERTS)],
             "scrape_configs": [{"job_name": SCRAPE_JOB, "static_configs": [{"targets": [target]}]}],
         }
-        path = tmp_path / "prometheus.yml"
-        path.write_text(yaml.safe_dump(config))
-        self.log = (tmp_path / "prometheus.log").open("w")
+        self.folder = tmp_path
+        (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+        retry_on_bind(self._start)
+
+    def _start(self) -> None:
+        """Prometheus on a new free port, ready; raises with its log if it exits first."""
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.log = (self.folder / "prometheus.log").open("w")
         self.process = subprocess.Popen(
             [
                 binary("prometheus"),
-                f"--config.file={path}",
-                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--config.file={self.folder / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.folder / 'tsdb'}",
                 f"--web.listen-address={self.url.removeprefix('http://')}",
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
-        wait_for(lambda: self.get("/-/ready") is not None, 30, "Prometheus did not get ready")
+
+        def ready() -> bool:
+            if self.process.poll() is not None:
+                self.log.close()
+                log = (self.folder / "prometheus.log").read_text(errors="replace")
+                raise RuntimeError(f"Prometheus exited:\n{log[-1500:]}")
+            return self.get("/-/ready") is not None
+
+        wait_for(ready, 30, "Prometheus did not get ready")
 
     def get(self, path: str) -> Any:
         try:
@@ -118,10 +130,11 @@ class Prometheus:
         self.log.close()
 
 
-def wait_for(check: Callable[[], bool], timeout: float, message: str) -> None:
+def wait_for(check: Callable[[], bool], timeout: float, message: str | Callable[[], str]) -> None:
+    """Poll ``check`` every 0.5 s; fail with ``message`` (or what it returns) after ``timeout``."""
     deadline = time.monotonic() + timeout
     while not check():
-        assert time.monotonic() < deadline, message
+        assert time.monotonic() < deadline, message() if callable(message) else message
         time.sleep(0.5)
 
 
@@ -140,14 +153,14 @@ def test_prometheus_scrapes_every_dashboard_query_and_alert_metric(
     job = Job(kafka_bootstrap, tmp_path)
     tweets = make_tweets(3_000, seed=5)
     produce(kafka_bootstrap, job.topics["tweets"], tweets, extra=(b"\x07not avro",))
-    port = free_port()
     monitoring = Monitoring(
         spark,
         Metrics("hashtags", spark.version),
-        ("127.0.0.1", port),
+        ("127.0.0.1", 0),  # the system picks a free port
         kafka_bootstrap,
         lag_interval=1.0,
     )
+    port = monitoring.server.port
     config = job.config(available_now=False, trigger_ms=500, max_offsets_per_trigger=400)
     query, processor = start_query(spark, config, on_processor=monitoring.attach)
     monitoring.watch(query)
@@ -173,9 +186,13 @@ def _check_scrape(prometheus: Prometheus, port: int) -> None:
     assert not missing, f"alert rules use metrics the job does not export: {missing}"
     for expr in READY_WHEN:
         wait_for(lambda e=expr: bool(prometheus.query(e)), 60, f"no series for {expr}")
-    time.sleep(3)  # a few more scrapes, so every rate() has two samples
-    empty = [expr for expr in dashboard_queries() if not prometheus.query(expr)]
-    assert not empty, f"dashboard queries without series: {empty}"
+    empty: list[str] = []
+
+    def every_query_has_series() -> bool:  # rate() needs two scrapes of a series
+        empty[:] = [expr for expr in dashboard_queries() if not prometheus.query(expr)]
+        return not empty
+
+    wait_for(every_query_has_series, 30, lambda: f"dashboard queries without series: {empty}")
     one_dead = 'trending_dead_letters_total{reason="malformed_avro"} == 1'
     wait_for(lambda: bool(prometheus.query(one_dead)), 60, "the dead letter was not counted")
     rules = prometheus.get("/api/v1/rules")["data"]["groups"][0]["rules"]

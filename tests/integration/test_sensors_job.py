@@ -26,6 +26,7 @@ from connectors.kafka import ensure_topics
 from connectors.transactions import TransactionalBatchWriter
 from tests.support.jobs import crash_and_restart
 from tests.support.kafka import read_all
+from tests.support.queries import SLOW_TEST_TIMEOUT, await_end
 from trending.errors import UserError
 from trending.jobs.sensors import SensorJobConfig, start_query
 
@@ -160,7 +161,7 @@ class Job:
     def run(self, spark: Any, **overrides: Any) -> Any:
         query, processor = start_query(spark, self.config(**overrides))
         try:
-            query.awaitTermination()
+            await_end(query)
         finally:
             processor.close()
         assert query.exception() is None
@@ -244,7 +245,7 @@ def test_a_failed_batch_is_redone_and_a_restart_goes_on(
     monkeypatch.setattr(TransactionalBatchWriter, "write_batch", fail_on_batch_2)
     query, failed = start_query(spark, job.config(size=30, max_offsets_per_trigger=300))
     with pytest.raises(Exception, match="injected delivery failure"):
-        query.awaitTermination()
+        await_end(query)
     failed.close()
     monkeypatch.setattr(TransactionalBatchWriter, "write_batch", original)
     processor = job.run(spark, size=30, max_offsets_per_trigger=300)
@@ -321,6 +322,7 @@ def job_command(job: Job, *extra: str, master: str = "local[2]") -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
     """Five SIGKILLs of driver and JVM at seeded random points, each followed by a restart
     from the checkpoint: matches and popular readings, read read_committed, equal the seed

@@ -21,6 +21,7 @@ from connectors.avro import AvroCodec, encode_tweet
 from connectors.kafka import ensure_topics, producer
 from tests.support.jobs import crash_and_restart
 from tests.support.kafka import read_all
+from tests.support.queries import SLOW_TEST_TIMEOUT
 from trending.windows.spl import parse_spec
 from trending.windows.spl.keyed import build_window, pure_inputs
 
@@ -146,6 +147,7 @@ def published_events(bootstrap: str, topic: str) -> dict[str, list[tuple[str, li
     return {user: [(kind, ids) for _, kind, ids in sorted(events)] for user, events in got.items()}
 
 
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
     """Five SIGKILLs at seeded random points, each followed by a restart from the checkpoint:
     every window event is published once (the example publishes exactly once)."""

@@ -164,8 +164,10 @@ def test_restart_from_checkpoint_continues_identically(spark: Any, tmp_path: Pat
 
 
 def wait_for(sink: Sink, done: Callable[[list[Any]], bool], timeout: float = 30.0) -> None:
+    """Poll the sink's rows until ``done``; fail, showing the rows, after ``timeout`` s."""
     deadline = time.monotonic() + timeout
-    while not done(list(sink.rows)) and time.monotonic() < deadline:
+    while not done(list(sink.rows)):
+        assert time.monotonic() < deadline, f"not done after {timeout:.0f} s: {sink.rows}"
         time.sleep(0.2)
 
 

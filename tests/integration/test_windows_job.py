@@ -31,6 +31,7 @@ from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics
 from tests.support.jobs import crash_and_restart, kill_group, run_to_end, start_job, wait_logged
 from tests.support.kafka import read_all
+from tests.support.queries import SLOW_TEST_TIMEOUT, await_end
 from tests.support.spark_cluster import cluster_env
 
 pytestmark = pytest.mark.integration
@@ -195,11 +196,11 @@ def test_snapshot_sums_per_key_equal_a_sweep_for_any_batch_split(
         lateness_ms=LATENESS_MS, available_now=True, max_offsets_per_trigger=batch,
     )  # fmt: skip
     query, processor = start_query(spark, config)
-    query.awaitTermination()
+    await_end(query)
     assert query.exception() is None
     assert close_input(config, processor)
     query, processor = start_query(spark, config, processor=processor)
-    query.awaitTermination()
+    await_end(query)
     processor.close()
     assert query.exception() is None
     if batch is not None:
@@ -235,13 +236,13 @@ def test_late_and_bad_events_are_routed(kafka_bootstrap: str, spark: Any, tmp_pa
     )  # fmt: skip
     _produce(kafka_bootstrap, topics.input, [codec.encode(r) for r in on_time])
     query, processor = start_query(spark, config)
-    query.awaitTermination()  # W is now 12 s - 0.5 s: the 0 s event comes too late
+    await_end(query)  # W is now 12 s - 0.5 s: the 0 s event comes too late
     _produce(kafka_bootstrap, topics.input, [codec.encode(late), *bad], HEADERS, RECORD_TS)
     query, processor = start_query(spark, config, processor=processor)
-    query.awaitTermination()
+    await_end(query)
     assert close_input(config, processor)
     query, processor = start_query(spark, config, processor=processor)
-    query.awaitTermination()
+    await_end(query)
     processor.close()
     late_letters = topics.letters(topics.late)
     assert [(d["offset"], d["reason"].split(":")[0]) for d in late_letters] == [(2, "late")]
@@ -286,14 +287,14 @@ def test_adjust_moves_late_events_up_to_the_watermark(
     first = {"kind": "INTERVAL", "key": "a", "start": T0 + 10_000, "end": T0 + 12_000, "value": 2.0}
     _produce(kafka_bootstrap, topics.input, [codec.encode(first)])
     query, processor = start_query(spark, config)
-    query.awaitTermination()  # W = 10 s - 0.5 s
+    await_end(query)  # W = 10 s - 0.5 s
     late = {"kind": "INTERVAL", "key": "a", "start": T0, "end": T0 + 20_000, "value": 1.0}
     _produce(kafka_bootstrap, topics.input, [codec.encode(late)])
     query, processor = start_query(spark, config, processor=processor)
-    query.awaitTermination()
+    await_end(query)
     assert close_input(config, processor)
     query, processor = start_query(spark, config, processor=processor)
-    query.awaitTermination()
+    await_end(query)
     processor.close()
     assert topics.letters(topics.late) == []
     # the late event's lifetime starts at W = 9.5 s: [9.5, 20) beside [10, 12)
@@ -342,6 +343,7 @@ def snapshot_job(
     return topics, lines, command
 
 
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
     """Five SIGKILLs of driver and JVM at seeded random points, each followed by a restart
     from the checkpoint (taking over the dead owner's lease at once): the rows, read
@@ -356,6 +358,7 @@ def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_
     assert topics.rows() == snapshot_sums(lines)
 
 
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_one_process_per_checkpoint_and_a_stalled_owner_is_fenced(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:

@@ -84,23 +84,36 @@ def write_denied(topic: str) -> Any:
 
 def change_acls(bootstrap: str, create: Any = None, delete: Any = None) -> None:
     """Create the ACL binding ``create`` or delete those matching ``delete``; waits for it."""
-    from confluent_kafka.admin import AclBindingFilter
-
     from connectors.kafka import admin
 
     client = admin(bootstrap)  # kept alive until its answer came
     if create is not None:
         futures = list(client.create_acls([create]).values())
     else:
-        binding = delete
-        selector = AclBindingFilter(
-            binding.restype, binding.name, binding.resource_pattern_type, binding.principal,
-            binding.host, binding.operation, binding.permission_type,
-        )  # fmt: skip
-        futures = list(client.delete_acls([selector]).values())
+        futures = list(client.delete_acls([_acl_filter(delete)]).values())
     for future in futures:
         future.result(timeout=30)
-    time.sleep(1)  # the broker applies ACLs from its metadata log
+    # the broker applies ACLs from its metadata log: wait until it describes the change
+    binding, present = (create, True) if create is not None else (delete, False)
+    deadline = time.monotonic() + 30
+    while _acl_listed(client, binding) != present:
+        assert time.monotonic() < deadline, f"ACL change not applied after 30 s: {binding}"
+        time.sleep(0.1)
+
+
+def _acl_filter(binding: Any) -> Any:
+    """The filter that matches exactly the ACL ``binding``."""
+    from confluent_kafka.admin import AclBindingFilter
+
+    return AclBindingFilter(
+        binding.restype, binding.name, binding.resource_pattern_type, binding.principal,
+        binding.host, binding.operation, binding.permission_type,
+    )  # fmt: skip
+
+
+def _acl_listed(client: Any, binding: Any) -> bool:
+    """Whether the broker's ACLs include ``binding`` exactly."""
+    return bool(client.describe_acls(_acl_filter(binding)).result(timeout=30))
 
 
 def delete_topic(bootstrap: str, topic: str, timeout: float = 30.0) -> None:

@@ -1,22 +1,25 @@
 """A real Spark standalone cluster on this machine: one master and N workers from the pyspark wheel.
 
 Each is its own JVM (``spark-class org.apache.spark.deploy.master.Master`` / ``...worker.Worker``),
-on 127.0.0.1 and free ports, with its logs and work folders under ``folder``.
+on 127.0.0.1, with its logs and work folders under ``folder``. Every port is 0 (the system picks
+a free one as the JVM binds it, so two clusters never race for a port); the master's ports are
+read from its log.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
-from connectors.broker import free_port
-
 HOST = "127.0.0.1"
+MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
+MASTER_UI_PORT = re.compile(r"service 'MasterUI' on port (\d+)")
 
 
 def spark_home() -> Path:
@@ -32,6 +35,7 @@ def cluster_env() -> dict[str, str]:
         "SPARK_HOME": str(spark_home()),
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": HOST,
+        "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",  # no fixed port 6066
     }
 
 
@@ -43,26 +47,37 @@ class StandaloneCluster:
         self.workers = workers
         self.cores = cores
         self.memory = memory
-        self.port = free_port()
-        self.web_port = free_port()
+        self.master_url = ""
+        self.web_port = 0
         self.processes: list[subprocess.Popen[bytes]] = []
-
-    @property
-    def master_url(self) -> str:
-        return f"spark://{HOST}:{self.port}"
 
     def __enter__(self) -> StandaloneCluster:
         self.folder.mkdir(parents=True, exist_ok=True)
-        master = ["--host", HOST, "--port", str(self.port), "--webui-port", str(self.web_port)]
+        master = ["--host", HOST, "--port", "0", "--webui-port", "0"]
         self._start("master", "org.apache.spark.deploy.master.Master", master)
+        self._read_master_ports(timeout=60)
         for n in range(self.workers):
             work = self.folder / f"worker-{n}"
             work.mkdir(exist_ok=True)
             options = ["--host", HOST, "--cores", str(self.cores), "--memory", self.memory]
-            options += ["--webui-port", str(free_port()), "--work-dir", str(work), self.master_url]
+            options += ["--webui-port", "0", "--work-dir", str(work), self.master_url]
             self._start(f"worker-{n}", "org.apache.spark.deploy.worker.Worker", options)
         self._wait_for_workers(timeout=90)
         return self
+
+    def _read_master_ports(self, timeout: float) -> None:
+        """The master's URL and web UI port, from its log once it has bound them."""
+        log = self.folder / "master.log"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.processes[0].poll() is None:
+            text = log.read_text(errors="replace")
+            url, web = MASTER_URL.search(text), MASTER_UI_PORT.search(text)
+            if url and web:
+                self.master_url, self.web_port = url.group(1), int(web.group(1))
+                return
+            time.sleep(0.2)
+        self.__exit__()
+        raise RuntimeError(f"the master did not start:\n{log.read_text(errors='replace')[-1500:]}")
 
     def __exit__(self, *_: object) -> None:
         for process in reversed(self.processes):

@@ -1,0 +1,22 @@
+"""Waiting on Spark streaming queries in tests without the risk of waiting forever."""
+
+from __future__ import annotations
+
+from typing import Any
+
+QUERY_TIMEOUT = 180.0
+
+
+def await_end(query: Any, timeout: float = QUERY_TIMEOUT) -> None:
+    """Wait for a query that ends by itself (``availableNow``); a failed query raises its error.
+
+    A query still running after ``timeout`` seconds is stopped and the test fails, naming it.
+    """
+    if not query.awaitTermination(timeout):
+        query.stop()
+        raise AssertionError(f"query {query.name or query.id} still running after {timeout:.0f} s")
+
+
+# pytest-timeout's limit (seconds) for the few tests that start a job six times or a cluster;
+# every other test has the suite's default (``timeout`` in pyproject.toml).
+SLOW_TEST_TIMEOUT = 900

@@ -1,0 +1,74 @@
+"""The suite's own promises: it never reaches a user's Kafka, and CI runs are reproducible.
+
+An inner pytest run loads ``tests/conftest.py`` in a shell set up for a real cluster and checks,
+from inside, what its tests see.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+INNER_TEST = """
+import os
+
+from hypothesis import settings
+
+
+def test_sees_only_the_test_broker(kafka_bootstrap):
+    assert kafka_bootstrap == "test-broker:9"
+    for name in ("KAFKA_BOOTSTRAP_SERVERS", "TRENDING_CONFIG", "TRENDING_KAFKA_CONFIG",
+                 "TRENDING_KAFKA_SASL_PASSWORD", "TRENDING_SCHEMA_REGISTRY_URL"):
+        assert name not in os.environ, name
+    assert os.environ["TRENDING_JARS_DIR"] == "/kept"
+
+
+def test_hypothesis_is_derandomized_without_deadline():
+    assert settings().derandomize is True
+    assert settings().deadline is None
+"""
+
+USER_SHELL = {
+    "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+    "TRENDING_CONFIG": "/nowhere/trending.toml",
+    "TRENDING_KAFKA_CONFIG": "/nowhere/client.properties",
+    "TRENDING_KAFKA_SASL_PASSWORD": "secret",
+    "TRENDING_SCHEMA_REGISTRY_URL": "http://127.0.0.1:1",
+    "TRENDING_JARS_DIR": "/kept",  # not a connection setting: left alone
+}
+
+
+def test_a_shell_set_up_for_a_real_cluster_changes_nothing_in_the_suite(tmp_path: Path) -> None:
+    (tmp_path / "test_inner.py").write_text(INNER_TEST, encoding="utf-8")
+    env = {
+        **os.environ,
+        **USER_SHELL,
+        "TRENDING_TEST_KAFKA": "test-broker:9",
+        "CI": "true",
+        "PYTHONPATH": str(REPO),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "tests.conftest",
+        "-p",
+        "no:cacheprovider",
+    ]
+    result = subprocess.run(
+        [*command, str(tmp_path / "test_inner.py")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout
