@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from connectors.avro import AvroCodec, encode_tweet
+from tests.support.oracles import avro_body
 from trending.generate import (
     CURATED,
     TweetSettings,
@@ -100,41 +100,50 @@ def test_vocabulary_is_large_distinct_and_multi_script() -> None:
 
 
 @pytest.mark.parametrize("jitter_ms", [0, 5000])
-def test_created_at_is_base_time_minus_at_most_the_jitter(jitter_ms: int) -> None:
-    settings = TweetSettings(start_ms=START, events_per_second=250.0, jitter_ms=jitter_ms)
+def test_created_at_is_base_time_minus_a_uniform_delay_up_to_the_jitter(jitter_ms: int) -> None:
+    """250 tweets/s: tweet i has base time START + floor(i * 1000 / 250) = START + 4i and
+    created_at = base - delay, delay uniform in [0, jitter]."""
     stream = list(
         generate_tweets(1, 5000, start_ms=START, events_per_second=250.0, jitter_ms=jitter_ms)
     )
-    delays = [settings.base_time(i) - t["created_at"] for i, t in enumerate(stream)]
-    assert min(delays) >= 0 and max(delays) <= jitter_ms
+    delays = [START + 4 * i - t["created_at"] for i, t in enumerate(stream)]
     out_of_order = sum(a["created_at"] > b["created_at"] for a, b in itertools.pairwise(stream))
-    assert (out_of_order > 100) if jitter_ms else (out_of_order == 0)
-    assert stream[-1]["created_at"] <= START + 5000 * 1000 // 250
+    if not jitter_ms:
+        assert set(delays) == {0} and out_of_order == 0
+        return
+    assert 0 <= min(delays) < 50 and jitter_ms - 50 < max(delays) <= jitter_ms
+    assert abs(sum(delays) / len(delays) - jitter_ms / 2) < 150  # the mean of 5000 draws
+    assert out_of_order > 100
 
 
 def test_a_burst_tag_trends_only_inside_its_window() -> None:
-    """Event time with 100 tweets/s: burst k covers [k*10m + 200 s, k*10m + 380 s).
+    """Event time with 100 tweets/s (tweet i at base time START + 10i): burst k covers base
+    times [k*10m + 200 s, k*10m + 380 s) (from burst_every / 3, for burst_length), where 30 %
+    of the drawn tags are its tag.
 
     |--- 200 s ---|=== burst 0 (180 s) ===|--- 220 s ---|--- 200 s ---|=== burst 1 ...
     """
-    settings = TweetSettings(start_ms=START, events_per_second=100.0)
     stream = list(generate_tweets(1, 100 * 900, start_ms=START, events_per_second=100.0))
-    start, end = settings.burst_window(0)
-    inside = [t for i, t in enumerate(stream) if start <= settings.base_time(i) < end]
-    before = [t for i, t in enumerate(stream) if settings.base_time(i) < start]
-    key = burst_tag(0).lower()
-    share_inside = Counter(tag for t in inside for tag in tags_of(t["text"]))
-    assert share_inside.most_common(1)[0][0] == key
-    assert share_inside[key] > 0.2 * sum(share_inside.values())
-    assert not any(key in tags_of(t["text"]) for t in before)
-    assert burst_tag(1).lower() in {tag for t in stream[-20_000:] for tag in tags_of(t["text"])}
+    first, second = burst_tag(0).lower(), burst_tag(1).lower()
+    assert first != second
+    inside = [tags_of(t["text"]) for t in stream[20_000:38_000]]  # base times [200 s, 380 s)
+    drawn = Counter(tag for tags in inside for tag in tags)
+    assert drawn.most_common(1)[0][0] == first
+    assert 0.27 < drawn[first] / sum(drawn.values()) < 0.33
+    # tweet indexes holding each tag, ascending
+    where = {
+        tag: [i for i, t in enumerate(stream) if tag in tags_of(t["text"])]
+        for tag in (first, second)
+    }
+    assert where[first][0] >= 20_000 and where[first][-1] < 38_000
+    assert where[second][0] >= 80_000  # burst 1 starts at 800 s; the stream ends at 900 s
 
 
 def test_avro_records_are_the_encoded_dicts() -> None:
     dicts = tweets(9000)
     records = list(generate_tweets(1, 9000, start_ms=START).avro_records(b"HDR"))
-    assert records == [(t["user"].encode(), b"HDR" + encode_tweet(t)) for t in dicts]
-    assert AvroCodec("tweet").decode(records[0][1][3:]) == dicts[0]
+    assert [key for key, _ in records] == [t["user"].encode() for t in dicts]
+    assert [value for _, value in records] == [b"HDR" + avro_body("tweet", t) for t in dicts]
 
 
 def test_a_stream_is_read_one_way_only() -> None:

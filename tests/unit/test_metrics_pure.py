@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -93,13 +94,20 @@ def test_progress_sets_rates_durations_state_and_offsets() -> None:
     assert value(metrics, "trending_state_memory_bytes", operator="agg") == 4096
     assert value(metrics, "trending_kafka_records_read_total", topic="tweets") == 120
     assert value(metrics, "trending_watermark_timestamp_seconds") == 1_700_000_000
-    assert value(metrics, "trending_watermark_delay_seconds") > 0  # type: ignore[operator]
+    before = time.time()
+    delay = value(metrics, "trending_watermark_delay_seconds")  # now - the watermark
+    after = time.time()
+    assert delay is not None and before - 1_700_000_000 <= delay <= after - 1_700_000_000
 
 
 def test_an_unset_spark_watermark_is_ignored() -> None:
+    # Spark reports an unset watermark as the epoch: it must not replace the one set before
     metrics = Metrics("hashtags")
+    record_progress(metrics, progress())
     record_progress(metrics, progress(eventTime={"watermark": "1970-01-01T00:00:00.000Z"}))
-    assert value(metrics, "trending_watermark_timestamp_seconds") == 0
+    assert value(metrics, "trending_watermark_timestamp_seconds") == 1_700_000_000
+    record_progress(metrics, progress(eventTime={}))
+    assert value(metrics, "trending_watermark_timestamp_seconds") == 1_700_000_000
 
 
 def test_records_read_of_a_multi_topic_source_come_from_offsets() -> None:
@@ -234,7 +242,7 @@ def test_metrics_flags() -> None:
 
 def family_names(metrics: Metrics) -> set[str]:
     """Every series name a registry can export, labelled families included."""
-    names = set()
+    names: set[str] = set()
     for family in metrics.registry.collect():
         suffixes = {"counter": ("_total",), "histogram": SUFFIXES, "info": ("_info",)}
         names.update(family.name + s for s in suffixes.get(family.type, ("",)))

@@ -134,10 +134,12 @@ def test_per_sensor_windows_keep_the_last_n_readings_of_each_sensor() -> None:
 
 
 def test_a_reading_never_matched_is_not_popular_even_with_threshold_0() -> None:
+    #   size 1: reading 1 is evicted by reading 2 unmatched (not popular even at 0 matches);
+    #   the query matches reading 2, which reading 3 then evicts as popular (1 match >= 0)
     finder = FindReadingsConfig(size=1, threshold=0).build()
-    finder.on_reading(reading(1, 0.0, 0.0))
+    assert finder.on_reading(reading(1, 0.0, 0.0)) == []
     assert finder.on_reading(reading(2, 0.0, 0.0)) == []
-    finder.on_query(query(0, 0.0, 0.0, 0.0))
+    assert finder.on_query(query(0, 0.0, 0.0, 0.0)) == [Match(0, 2, 1.0, 0, 0)]
     assert finder.on_reading(reading(3, 0.0, 0.0)) == [PopularReading(2, 0.0, 0.0, 1.0, 0, 1)]
 
 
@@ -292,14 +294,16 @@ def test_a_query_reads_only_the_cells_near_its_circle() -> None:
 
 
 def test_the_grid_follows_the_window() -> None:
+    # 500 readings (value i) through a window of 10: the window, and a query reaching every
+    # point, see exactly the last 10 readings, oldest first
     finder = FindReadingsConfig(size=10, cell_size=0.1).build()
     rng = random.Random(5)
-    for i in range(500):
-        finder.on_reading(reading(i % 7, rng.random(), rng.random()))
-    held = finder.readings()
-    assert len(held) == 10
+    rows = [reading(i % 7, rng.random(), rng.random(), float(i)) for i in range(500)]
+    for row in rows:
+        finder.on_reading(row)
+    assert finder.readings() == rows[-10:]
     everything = finder.on_query(query(0, 0.5, 0.5, 10.0))
-    assert [m.value for m in everything] == [r["value"] for r in held]
+    assert [m.value for m in everything] == [float(i) for i in range(490, 500)]
 
 
 @pytest.mark.parametrize(
@@ -344,10 +348,10 @@ def test_bad_inputs_are_refused_and_change_nothing(
 ) -> None:
     finder = FindReadingsConfig(size=2).build()
     finder.on_reading(reading(1, 0.0, 0.0))
-    before = finder.snapshot()
+    before = json.dumps(finder.snapshot())  # a copy: the snapshot may share the live state
     with pytest.raises(InputError, match=message):
         finder.apply(side, record)
-    assert finder.snapshot() == before
+    assert json.dumps(finder.snapshot()) == before
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 An in-memory "engine" below plays Spark's part: one saved state and one timer per key, rows
 in micro-batches, a timer fired once the watermark reaches it. Whatever the batching, the
+triggers and flushes must be what the SPL rules say (a brute force written from them), and the
 events must equal those of the pure core fed the key's rows in one go.
 """
 
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.oracles import Output, spl_outputs
 from trending.windows.spl import SpecError, WindowEvent, parse_spec
 from trending.windows.spl.events import EventKind
 from trending.windows.spl.keyed import (
@@ -76,6 +78,15 @@ def essence(events: list[WindowEvent]) -> list[tuple[str, list[Any]]]:
     return [(e.kind.value, [r["i"] for r in e.tuples]) for e in events]
 
 
+def published(events: list[WindowEvent]) -> list[Output]:
+    """The triggers and flushes, as :func:`spl_outputs` writes them."""
+    return [
+        (e.kind.value, tuple(r["i"] for r in e.tuples), e.time_ms, None)
+        for e in events
+        if e.kind in (EventKind.TRIGGER, EventKind.BEFORE_FLUSH)
+    ]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     spec_index=st.integers(0, len(TIME_SPECS) - 1),
@@ -85,12 +96,17 @@ def essence(events: list[WindowEvent]) -> list[tuple[str, list[Any]]]:
 def test_batched_rows_and_timers_equal_one_pure_run(
     spec_index: int, gaps: list[int], cuts: list[int]
 ) -> None:
-    # rows at increasing event times (gaps may be 0); batches at ``cuts``; timers between
-    times = np.cumsum(gaps).tolist()
-    rows = [(int(t), {"i": i}) for i, t in enumerate(times)]
+    # rows at increasing event times (gaps may be 0); batches at ``cuts``; timers between:
+    # the triggers and flushes are what the SPL rules say (brute force), and every event is
+    # that of the core fed every row at once
+    times = [int(t) for t in np.cumsum(gaps)]
+    rows = [(t, {"i": i}) for i, t in enumerate(times)]
     spec = TIME_SPECS[spec_index]
     cuts = [c for c in cuts if c <= len(rows)]
-    assert essence(run_engine(spec, rows, cuts)) == essence(pure_run(spec, rows))
+    events = run_engine(spec, rows, cuts)
+    by_rule = spl_outputs(spec, [(t, i, 0) for i, t in enumerate(times)], times[-1] + 10_000)
+    assert published(events) == by_rule
+    assert essence(events) == essence(pure_run(spec, rows))
 
 
 def test_timer_follows_the_next_due_instant() -> None:
@@ -216,6 +232,27 @@ def test_a_spec_with_partition_eviction_runs_whole() -> None:
     assert not runs_whole(parse_spec({**EVICTING, "partition_eviction": None}))
 
 
+def lru_by_rule(users: list[str]) -> tuple[list[tuple[str, str, list[int]]], dict[str, list[int]]]:
+    """``EVICTING`` from its rules: per user the last 3 tuples, a trigger after every 2nd
+    insertion into a partition since it was made; right after each insertion, while the window
+    holds more than 5 tuples, the least recently used partition goes whole (and starts afresh
+    when its user comes back). Returns the triggers and partition evictions, in order, and what
+    each partition holds at the end."""
+    held: dict[str, list[int]] = {}  # least recently used first
+    inserted: dict[str, int] = {}
+    events: list[tuple[str, str, list[int]]] = []
+    for i, user in enumerate(users):
+        held[user] = [*held.pop(user, []), i][-3:]
+        inserted[user] = inserted.get(user, 0) + 1
+        while sum(len(ids) for ids in held.values()) > 5:
+            victim = next(iter(held))
+            events.append(("partition_evict", victim, held.pop(victim)))
+            del inserted[victim]
+        if inserted[user] % 2 == 0:
+            events.append(("trigger", user, held[user]))
+    return events, held
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     users=st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=40),
@@ -226,7 +263,8 @@ def test_a_whole_window_gives_the_same_events_whatever_the_batches(
 ) -> None:
     #   rows i = 0.. with users drawn from a..g, cut into batches anywhere; the state goes
     #   through split_snapshot / join_snapshot (the engine's rows) between batches:
-    #   events == one pure run of the partitioned window over all rows
+    #   triggers, partition evictions and the last state are those of the rules, and the
+    #   events those of one pure run of the partitioned window over all rows
     spec = parse_spec(EVICTING)
     rows = [(None, user, {"i": i, "u": user}) for i, user in enumerate(users)]
     bounds = [0, *sorted({c for c in cuts if c < len(rows)}), len(rows)]
@@ -238,8 +276,19 @@ def test_a_whole_window_gives_the_same_events_whatever_the_batches(
         assert len(parts) == len(step.state.snapshot["partitions"])
         snapshot = join_snapshot(json.loads(json.dumps(meta)), parts)
         state, events = KeyState(snapshot, step.state.emitted, None), events + step.events
+    expected_events, expected_held = lru_by_rule(users)
+    assert [
+        (e.kind.value, e.partition, [r["i"] for r in e.tuples])
+        for e in events
+        if e.kind in (EventKind.TRIGGER, EventKind.PARTITION_EVICT)
+    ] == expected_events
+    assert state.snapshot is not None
+    held = {
+        p["key"]: [entry["tuple"]["i"] for entry in p["entries"]]
+        for p in state.snapshot["partitions"]
+    }
+    assert held == expected_held
     expected = list(build_window(spec).run(pure_partitioned_inputs(rows)))
     assert [(e.kind, e.partition, list(e.tuples)) for e in events] == [
         (e.kind, e.partition, list(e.tuples)) for e in expected
     ]
-    assert sum(len(p["entries"]) for p in state.snapshot["partitions"]) <= 5  # type: ignore[index]

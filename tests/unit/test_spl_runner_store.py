@@ -1,8 +1,11 @@
 """The incremental form of the runner's pure half (:class:`stored.StoredWindow`), without Spark.
 
 A dict of JSON text plays Spark's state store (:class:`MemoryStore`). Each micro-batch and
-each fired timer runs on a new ``StoredWindow`` over the same store, as after a restart. The
-oracle is the pure core (``build_window``) fed every row in one go; the store's call counts
+each fired timer runs on a new ``StoredWindow`` over the same store, as after a restart. What
+one key's window publishes (its triggers and flushes) is checked against the SPL rules by brute
+force (:func:`tests.support.oracles.spl_outputs`); every event, and the partition eviction of
+whole windows, against the pure core (``build_window``) fed every row in one go (the core
+itself is checked against brute force in ``tests/unit/windows/spl``). The store's call counts
 check the layout's costs: a window's tuples are written once, evictions remove rows, and a
 step reads what it touches, not the whole window.
 """
@@ -20,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.oracles import Output, spl_outputs
 from trending.windows.spl import PartitionInfo, PartitionKey, WindowEvent, parse_spec
 from trending.windows.spl.events import EventKind
 from trending.windows.spl.keyed import (
@@ -145,6 +149,15 @@ def run_stored(
     return out
 
 
+def published(events: list[Essence]) -> list[Output]:
+    """The triggers and flushes of one key's events, as :func:`spl_outputs` writes them."""
+    return [
+        (kind, tuple(ids), time_ms, summary)
+        for kind, _, ids, time_ms, summary in events
+        if kind in ("trigger", "before_flush")
+    ]
+
+
 def pure_run(spec: Any, rows: Sequence[Row]) -> list[Essence]:
     window = build_window(spec)
     events = list(window.run(pure_partitioned_inputs(rows)))
@@ -152,7 +165,7 @@ def pure_run(spec: Any, rows: Sequence[Row]) -> list[Essence]:
     return essence(events + window.advance_to(max(newest + 10_000, window.now_ms)))
 
 
-KEY_SPECS = [
+KEY_SPECS: list[dict[str, Any]] = [
     {"kind": "sliding", "evict": {"count": 3}, "trigger": {"count": 2}},
     {"kind": "sliding", "evict": {"delta": {"attribute": "d", "size": 2}}, "trigger": {"count": 1}},
     {"kind": "sliding", "evict": {"count": 4}, "trigger": {"delta": {"attribute": "d", "size": 1}}},
@@ -178,12 +191,17 @@ def test_a_stored_key_window_gives_the_events_of_one_pure_run(
 ) -> None:
     #   one key's rows i = 0.. at increasing times, ``d`` wandering up and down (so delta
     #   eviction removes from the middle too), cut into batches anywhere, each batch and
-    #   timer on a new StoredWindow over the same store == the core fed everything at once
-    spec = parse_spec(KEY_SPECS[spec_index])
-    times = np.cumsum(gaps).tolist()
-    d = np.cumsum(deltas).tolist()
-    rows: list[Row] = [(int(t), "k", {"i": i, "d": d[i]}) for i, t in enumerate(times)]
-    assert run_stored(spec, rows, cuts, False, MemoryStore()) == pure_run(spec, rows)
+    #   timer on a new StoredWindow over the same store: what it publishes is what the SPL
+    #   rules say (brute force), and every event is that of the core fed everything at once
+    raw = KEY_SPECS[spec_index]
+    spec = parse_spec(raw)
+    times = [int(t) for t in np.cumsum(gaps)]
+    d = [int(x) for x in np.cumsum(deltas)]
+    rows: list[Row] = [(t, "k", {"i": i, "d": d[i]}) for i, t in enumerate(times)]
+    events = run_stored(spec, rows, cuts, False, MemoryStore())
+    by_rule = spl_outputs(raw, [(t, i, d[i]) for i, t in enumerate(times)], times[-1] + 10_000)
+    assert published(events) == by_rule
+    assert events == pure_run(spec, rows)
 
 
 def choose_largest(infos: Sequence[PartitionInfo]) -> list[PartitionKey]:

@@ -11,6 +11,7 @@ import pytest
 
 from connectors.avro import AvroCodec, schema_for_topic
 from connectors.kafka import Routed
+from tests.support.oracles import avro_body
 from trending import temporal_data
 from trending.cli import build_parser
 from trending.temporal_data import (
@@ -201,7 +202,8 @@ def test_records_fit_the_schema_both_ways() -> None:
         event("END_EDGE", id="x", end=T0 + 1),
         event("CTI", start=T0),
     ]
-    assert [codec.decode(codec.encode(r)) for r in records] == records
+    assert [codec.encode(r) for r in records] == [avro_body("interval_event", r) for r in records]
+    assert [codec.decode(avro_body("interval_event", r)) for r in records] == records
     assert schema_for_topic("interval-events") == "interval_event"
     assert schema_for_topic("interval-events-late") == "dead_letter"
 
@@ -233,15 +235,14 @@ def test_ctis_go_to_every_partition_events_by_key_and_keyless_ones_to_0(
         event("END_EDGE", id="e", key="é", end=3),
     ]
     assert produce_interval_events("broker:9092", "interval-events", records) == 4
-    codec = AvroCodec("interval_event")
-    cti = codec.encode(records[1])
+    body = [avro_body("interval_event", r) for r in records]
     assert sink.sent == [
-        (b"a", codec.encode(records[0]), -1),
-        (None, cti, 0),
-        (None, cti, 1),
-        (None, cti, 2),
-        (None, codec.encode(records[2]), 0),  # no key: partition 0, in order
-        ("é".encode(), codec.encode(records[3]), -1),
+        (b"a", body[0], -1),
+        (None, body[1], 0),
+        (None, body[1], 1),
+        (None, body[1], 2),
+        (None, body[2], 0),  # no key: partition 0, in order
+        ("é".encode(), body[3], -1),
     ]
     assert sink.flushed
 

@@ -1,110 +1,74 @@
 """The driver's top-k merge against a brute-force model of the published records.
 
-The oracle is written from the rules, independently of the code under test: windows
-``[a + n*hop, a + n*hop + size)`` enumerated by brute force, counts recounted from every on-time
-event seen so far, the top-k sorted by (count desc, tag asc), and per batch: a revision for each
-window whose exact top-k differs from the last one published (unless the batch closes it), then
-a final for each window the new watermark reaches. Candidates are what the executors send: the
-current counts of changed keys in windows open at the batch start, cut to those at or above the
-window's threshold and then to the k best per window.
+The oracle (:class:`tests.support.oracles.HashtagOutput`) is written from the rules,
+independently of the code under test: windows ``[a + n*hop, a + n*hop + size)`` enumerated by
+brute force, counts recounted from every event read so far, the top-k sorted by (count desc, tag
+asc), and per batch: a revision for each window whose exact top-k differs from the last one
+published (unless the batch closes it), then a final for each window the new watermark reaches.
+Candidates are what the executors send: the current counts of changed keys in windows open at
+the batch start, cut to those at or above the window's threshold and then to the k best per
+window.
 """
 
 from __future__ import annotations
 
 import random
-from collections import Counter, defaultdict
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.oracles import (
+    Event,
+    HashtagOutput,
+    Record,
+    top_k,
+    window_counts,
+    window_starts,
+)
 from trending.windows.sliding import SlidingWindows
 from trending.windows.topk_merge import MergeState, TopKMerger
 
-Event = tuple[int, tuple[str, ...]]  # event time, distinct tags
-Record = tuple[int, tuple[tuple[str, int], ...], int, bool]  # start, top, revision, final
+Candidate = tuple[int, str, int]  # window start, tag, its current count there
 
 
-def _windows_holding(t: int, size: int, hop: int, align: int) -> list[int]:
+def thresholds(oracle: HashtagOutput) -> dict[int, int]:
+    """Per open window whose last published top-k is full: its k-th count."""
+    return {
+        s: r.top[-1][1] for s, r in oracle.last.items() if not r.final and len(r.top) == oracle.k
+    }
+
+
+def candidates(oracle: HashtagOutput, batch: list[Event]) -> list[Candidate]:
+    """What the executors send for ``batch``, before the oracle reads it: per window open at
+    the batch start, the tags the batch's on-time events add there, with their counts over
+    everything read including the batch, at or above the threshold, the k best of them."""
+    size, hop, align = oracle.size, oracle.hop, oracle.align
+    changed: dict[int, set[str]] = {}
+    for t, tags in batch:
+        if oracle.is_late(t):
+            continue
+        for s in window_starts(t, size, hop, align):
+            if oracle.is_open(s, oracle.watermark):
+                changed.setdefault(s, set()).update(tags)
+    limits = thresholds(oracle)
+    everything = oracle.read + batch
+    out: list[Candidate] = []
+    for s, added in changed.items():
+        counts = window_counts(everything, s, size, hop, align)
+        above = {tag: counts[tag] for tag in added if counts[tag] >= limits.get(s, 0)}
+        out += [(s, tag, count) for tag, count in top_k(above, oracle.k)]
+    return out
+
+
+def newest_on_time(oracle: HashtagOutput, batch: list[Event]) -> int | None:
+    return max((t for t, _ in batch if not oracle.is_late(t)), default=None)
+
+
+def as_records(merger: TopKMerger, rows: list[Candidate], newest: int | None) -> list[Record]:
     return [
-        align + n * hop
-        for n in range((t - align - size) // hop - 1, (t - align) // hop + 2)
-        if align + n * hop <= t < align + n * hop + size
-    ]
-
-
-def _exact_top(counts: Counter[str], k: int) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:k])
-
-
-class Oracle:
-    """Brute-force model: counts per window, what was published, the watermark."""
-
-    def __init__(self, size: int, hop: int, align: int, k: int, lateness: int) -> None:
-        self.size, self.hop, self.align, self.k, self.lateness = size, hop, align, k, lateness
-        self.counts: dict[int, Counter[str]] = defaultdict(Counter)
-        self.published: dict[int, tuple[tuple[tuple[str, int], ...], int]] = {}
-        self.closed: set[int] = set()
-        self.newest: int | None = None
-
-    def watermark(self) -> int | None:
-        return None if self.newest is None else self.newest - self.lateness
-
-    def is_open(self, start: int, watermark: int | None) -> bool:
-        return watermark is None or start + self.size > watermark
-
-    def batch(
-        self, events: list[Event]
-    ) -> tuple[list[tuple[int, str, int]], int | None, list[Record]]:
-        """Candidates an executor would send, the batch's newest on-time time, and records."""
-        watermark = self.watermark()
-        changed: dict[int, set[str]] = defaultdict(set)
-        newest = None
-        for t, tags in events:
-            starts = _windows_holding(t, self.size, self.hop, self.align)
-            if not any(self.is_open(s, watermark) for s in starts):
-                continue  # late
-            newest = t if newest is None else max(newest, t)
-            for s in starts:
-                if tags and self.is_open(s, watermark):  # a window without hashtags: no record
-                    self.counts[s].update(tags)
-                    changed[s].update(tags)
-        candidates = []
-        for s, tags in changed.items():
-            top, _ = self.published.get(s, ((), 0))
-            threshold = top[-1][1] if len(top) == self.k else 0
-            rows = sorted(
-                ((self.counts[s][tag], tag) for tag in tags if self.counts[s][tag] >= threshold),
-                key=lambda row: (-row[0], row[1]),
-            )[: self.k]
-            candidates += [(s, tag, count) for count, tag in rows]
-        if newest is not None and (self.newest is None or newest > self.newest):
-            self.newest = newest
-        return candidates, newest, self._records(changed)
-
-    def _records(self, changed: dict[int, set[str]]) -> list[Record]:
-        watermark = self.watermark()
-        records: list[Record] = []
-        for s in sorted(changed):
-            top = _exact_top(self.counts[s], self.k)
-            old, revision = self.published.get(s, ((), 0))
-            if top != old and self.is_open(s, watermark):
-                self.published[s] = (top, revision + 1)
-                records.append((s, top, revision + 1, False))
-        for s in sorted(self.counts):
-            if s not in self.closed and not self.is_open(s, watermark):
-                self.closed.add(s)
-                _, revision = self.published.get(s, ((), 0))
-                records.append((s, _exact_top(self.counts[s], self.k), revision + 1, True))
-        return records
-
-
-def _records(
-    merger: TopKMerger, candidates: list[tuple[int, str, int]], newest: int | None
-) -> list[Record]:
-    return [
-        (u.window.start, u.top, u.revision, u.is_final)
-        for u in merger.apply_batch(candidates, newest)
+        Record(u.window.start, u.window.end, u.top, u.revision, u.is_final)
+        for u in merger.apply_batch(rows, newest)
     ]
 
 
@@ -127,21 +91,17 @@ def test_merge_equals_brute_force(
         (max(0, i - rng.randint(0, 15)), tuple(rng.sample("abcdef", rng.randint(0, 3))))
         for i in range(80)
     ]
-    oracle = Oracle(size, hop, align, k, lateness)
+    oracle = HashtagOutput(size, hop, align, k, lateness)
     merger = TopKMerger(SlidingWindows(size, hop, align), k, lateness)
     position = 0
     while position < len(events):
         step = rng.randint(1, 9)
         batch = events[position : position + step]
         position += step
-        candidates, newest, expected = oracle.batch(batch)
-        rng.shuffle(candidates)
-        assert _records(merger, candidates, newest) == expected
-        assert merger.thresholds() == {
-            s: top[-1][1]
-            for s, (top, _) in oracle.published.items()
-            if s not in oracle.closed and len(top) == k
-        }
+        rows, newest = candidates(oracle, batch), newest_on_time(oracle, batch)
+        rng.shuffle(rows)
+        assert as_records(merger, rows, newest) == oracle.batch(batch)
+        assert merger.thresholds() == thresholds(oracle)
         # the state survives a JSON round trip at every batch boundary
         merger = TopKMerger(merger.spec, k, lateness, MergeState.from_json(merger.state.to_json()))
 
