@@ -8,6 +8,7 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
+from tests.support.oracles import top_k, window_starts
 from trending.text.hashtags import hashtag_keys
 
 BASE_MS = 1_760_000_000_000
@@ -68,3 +69,47 @@ def finals_of(records: list[dict[str, Any]]) -> dict[int, list[tuple[str, int]]]
         for r in records
         if r["is_final"]
     }
+
+
+def windows_holding(t: int, size: int, hop: int, align: int = 0) -> list[tuple[int, int]]:
+    """Every window ``(start, end)`` holding ``t`` by the README's rule, oldest first (see
+    :func:`tests.support.oracles.window_starts`)."""
+    return [(s, s + size) for s in window_starts(t, size, hop, align)]
+
+
+def rule_top(counts: Counter[str], k: int) -> list[tuple[str, int]]:
+    """The top ``k`` by the README's rule: count descending, then hashtag ascending (Python's
+    string order: code points)."""
+    return list(top_k(counts, k))
+
+
+def rule_outcome(
+    batches: list[list[dict[str, Any]]], size: int, hop: int, align: int, k: int, lateness: int
+) -> tuple[dict[tuple[int, int], list[tuple[str, int]]], list[dict[str, Any]]]:
+    """The finals and the late tweets of the micro-batches ``batches``, by the README's rule.
+
+    A batch's tweets are judged by the watermark the batches before it set (newest event time
+    of their on-time tweets - ``lateness``; none before the first): a tweet counts once per
+    distinct hashtag key in each of its windows whose end is past that watermark, and is late
+    when there is none. A window is final once the watermark reaches its end: the finals are
+    the windows the last watermark reached that hold a key, each with its top ``k``."""
+    counts: dict[tuple[int, int], Counter[str]] = {}
+    late: list[dict[str, Any]] = []
+    newest: int | None = None
+    for batch in batches:
+        watermark = None if newest is None else newest - lateness
+        for tweet in batch:
+            t = tweet["created_at"]
+            windows = windows_holding(t, size, hop, align)
+            still_open = [w for w in windows if watermark is None or w[1] > watermark]
+            if not still_open:
+                late.append(tweet)
+                continue
+            newest = t if newest is None else max(newest, t)  # the next batch's watermark
+            for window in still_open:
+                counts.setdefault(window, Counter()).update(set(hashtag_keys(tweet["text"])))
+    closed = None if newest is None else newest - lateness
+    finals = {
+        w: rule_top(c, k) for w, c in counts.items() if c and closed is not None and w[1] <= closed
+    }
+    return finals, late
