@@ -13,11 +13,16 @@ the Hypothesis profile ``ci`` (derandomized, no deadline) when ``$CI`` is set.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import re
+import sys
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -126,3 +131,44 @@ def unique_topic(request: pytest.FixtureRequest) -> Callable[[str], str]:
 def topic_factory(unique_topic: Callable[[str], str]) -> Callable[[str], str]:
     """Another name for :func:`unique_topic`."""
     return unique_topic
+
+
+# pytest-timeout (signal method) fails a test that runs too long, but a test whose clean-up then
+# blocks too (a Spark query that does not stop) would still hang the suite: past its timeout
+# plus this grace, the watchdog prints every thread's stack and ends the run.
+WATCHDOG_GRACE_S = float(os.environ.get("TRENDING_TEST_WATCHDOG_GRACE", "120"))
+_running: dict[str, Any] = {}
+
+
+def _timeout_of(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and marker.args:
+        return float(marker.args[0])
+    return float(item.config.getini("timeout") or 0)
+
+
+def _watch() -> None:
+    while True:
+        time.sleep(5)
+        deadline, nodeid = _running.get("deadline"), _running.get("nodeid")
+        if deadline is not None and time.monotonic() > deadline:
+            capture = _running["config"].pluginmanager.getplugin("capturemanager")
+            if capture is not None:
+                capture.suspend_global_capture()  # to the real stderr, not the test's capture
+            faulthandler.dump_traceback(all_threads=True)
+            sys.stderr.write(f"\n{nodeid} still running past its timeout: ending the run\n")
+            sys.stderr.flush()
+            os._exit(3)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    limit = _timeout_of(item)
+    if limit > 0:
+        deadline = time.monotonic() + limit + WATCHDOG_GRACE_S
+        _running.update(nodeid=item.nodeid, deadline=deadline, config=item.config)
+    yield
+    _running.clear()
+
+
+threading.Thread(target=_watch, name="test-watchdog", daemon=True).start()

@@ -72,3 +72,35 @@ def test_a_shell_set_up_for_a_real_cluster_changes_nothing_in_the_suite(tmp_path
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
+
+
+BLOCKED_CLEAN_UP = """
+import time
+
+import pytest
+
+
+@pytest.mark.timeout(1)
+def test_blocks_in_its_clean_up_too():
+    try:
+        time.sleep(30)
+    finally:
+        time.sleep(300)  # a clean-up that blocks as well: the timeout alone cannot end it
+"""
+
+
+def test_a_test_that_outlives_its_timeout_ends_the_run_instead_of_hanging(tmp_path: Path) -> None:
+    (tmp_path / "test_inner.py").write_text(BLOCKED_CLEAN_UP, encoding="utf-8")
+    env = {**os.environ, "TRENDING_TEST_WATCHDOG_GRACE": "2", "PYTHONPATH": str(REPO)}
+    plugins = ["-p", "tests.conftest", "-p", "no:cacheprovider"]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *plugins, str(tmp_path / "test_inner.py")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "test_blocks_in_its_clean_up_too still running past its timeout" in result.stderr
