@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 import time
@@ -36,23 +37,63 @@ def consume_json(bootstrap: str, topic: str, *extra: str) -> subprocess.Complete
     )
 
 
-def test_generated_tweets_round_trip_through_the_cli(
-    kafka_bootstrap: str, unique_topic: Topic
+def test_tweets_round_trip_through_the_cli_unchanged(
+    kafka_bootstrap: str, unique_topic: Topic, tmp_path: Path
 ) -> None:
+    """Tweets written by the test (any script, emoji, quotes, newlines, empty text, lang set or
+    not) go through ``produce --from-jsonl`` into 3 partitions and come back from ``consume
+    --json`` field for field."""
+    rng = random.Random(9)
+    alphabet = ["a", "Z", " ", "#", "é", "中文", "🙂", "\u200d", "\n", '"', "\\", "#tag"]
+    tweets = [
+        {"id": i, "user": f"user{rng.randint(0, 50)}",
+         "text": "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))),
+         "created_at": START + rng.randint(-5_000, 5_000_000),
+         "lang": rng.choice([None, "en", "ja"])}
+        for i in range(1, 2_001)
+    ]  # fmt: skip
+    source = tmp_path / "tweets.jsonl"
+    source.write_text("".join(json.dumps(t) + "\n" for t in tweets), encoding="utf-8")
     topic = unique_topic("tweets")
     produced = trending(
-        kafka_bootstrap,
-        "produce", "tweets", "--topic", topic, "--count", "5000", "--seed", "9",
-        "--start-ms", str(START), "--jitter", "5s", "--partitions", "3",
+        kafka_bootstrap, "produce", "tweets", "--topic", topic, "--from-jsonl", str(source),
+        "--partitions", "3",
     )  # fmt: skip
     assert produced.returncode == 0, produced.stderr
-    assert f"produced 5000 tweets to {topic}" in produced.stdout
+    assert f"produced 2000 tweets to {topic}" in produced.stdout
     assert partition_count(kafka_bootstrap, topic) == 3
     consumed = consume_json(kafka_bootstrap, topic)
     assert consumed.returncode == 0, consumed.stderr
     records = [json.loads(line) for line in consumed.stdout.splitlines()]
-    expected = list(generate_tweets(9, 5000, start_ms=START, jitter_ms=5000))
-    assert sorted(records, key=lambda r: r["id"]) == expected
+    assert sorted(records, key=lambda r: r["id"]) == tweets
+
+
+def test_generated_tweets_follow_their_flags_and_seed(
+    kafka_bootstrap: str, unique_topic: Topic
+) -> None:
+    """``produce tweets --count N --seed S --start-ms T --jitter J``: N tweets with ids 1..N, the
+    i-th (from 0) at T + floor(i * 1000 / 1000 events/s) minus at most J, each with text and
+    user; the same flags give the same tweets again, another seed others."""
+    runs = {}
+    for name, seed in (("first", "9"), ("again", "9"), ("other", "10")):
+        topic = unique_topic("tweets")
+        produced = trending(
+            kafka_bootstrap, "produce", "tweets", "--topic", topic, "--count", "3000",
+            "--seed", seed, "--start-ms", str(START), "--jitter", "5s", "--partitions", "3",
+        )  # fmt: skip
+        assert produced.returncode == 0, produced.stderr
+        consumed = consume_json(kafka_bootstrap, topic)
+        runs[name] = sorted(
+            (json.loads(line) for line in consumed.stdout.splitlines()), key=lambda r: r["id"]
+        )
+    first = runs["first"]
+    assert [r["id"] for r in first] == list(range(1, 3_001))
+    for i, record in enumerate(first):
+        base = START + i  # 1,000 events/s: one per ms
+        assert base - 5_000 <= record["created_at"] <= base, record
+        assert record["text"] and record["user"]
+    assert runs["again"] == first
+    assert runs["other"] != first
 
 
 def test_jsonl_replay_skips_and_reports_bad_lines(
