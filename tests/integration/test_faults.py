@@ -36,6 +36,7 @@ pytestmark = pytest.mark.integration
 TAGS = ["spark", "kafka", "flink", "beam", "storm", "samza", "heron", "pulsar"]
 SIZE_MS, HOP_MS, LATENESS_MS = 120_000, 30_000, 30_000
 BATCH_DONE = r"batch \d+: \d+ revisions"  # a batch published (not a retry's line)
+PUBLISHED = r"batch \d+: \d+ "  # a batch of any job published (not "skipped" or "failed")
 Fault = Callable[[str], None]
 
 
@@ -145,6 +146,24 @@ def run_through(broker: LocalBroker, tmp_path: Path, seed: int, *faults: tuple[s
     return log
 
 
+def pause_broker(broker: LocalBroker, seconds: float = 20) -> None:
+    """SIGSTOP the broker's JVM for ``seconds``, then SIGCONT."""
+    assert broker.process is not None
+    os.kill(broker.process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(seconds)
+    finally:
+        os.kill(broker.process.pid, signal.SIGCONT)
+
+
+def restart_broker(broker: LocalBroker) -> None:
+    """Stop the broker (SIGTERM), wait 5 s, start it again on the same ports and data."""
+    broker.stop()
+    time.sleep(5)
+    broker.start()
+    broker.wait_ready()
+
+
 def longest_batch_s(log: str) -> float:
     """The longest time a batch took, from the job's progress lines."""
     return max(float(s) for s in re.findall(r"^.*batch \d+: .* in ([\d.]+)s \(", log, re.M))
@@ -159,18 +178,10 @@ def test_a_broker_paused_for_20_s_then_restarted_mid_stream_loses_nothing(
     without a restart of its own, publishes after each, ends normally and loses nothing."""
 
     def pause(_tag: str) -> None:
-        assert broker.process is not None
-        os.kill(broker.process.pid, signal.SIGSTOP)
-        try:
-            time.sleep(20)
-        finally:
-            os.kill(broker.process.pid, signal.SIGCONT)
+        pause_broker(broker)
 
     def restart(_tag: str) -> None:
-        broker.stop()
-        time.sleep(5)
-        broker.start()
-        broker.wait_ready()
+        restart_broker(broker)
 
     log = run_through(broker, tmp_path, 61, (r"batch 2: ", pause), (BATCH_DONE, restart))
     assert "hashtags job stopped" in log
@@ -251,3 +262,66 @@ def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_
         tweets, SIZE_MS, HOP_MS, LATENESS_MS
     )
     assert read_all(kafka_bootstrap, f"late-{crashed}") == []
+
+
+def survive_stall_restart_and_refusal(broker: LocalBroker, command: list[str], output: str) -> str:
+    """Run ``command``: the broker paused for 20 s after batch 2; once a batch was published
+    after it, the broker restarted; once one was published after that, writes to ``output``
+    denied. The job goes on through the first two by itself and stops with one line naming the
+    refusal at the third; once writes are allowed again a restart from the checkpoint ends the
+    run. Returns the log of the faulted run."""
+    deny = write_denied(output)
+
+    def refuse_writes(_tag: str) -> None:
+        change_acls(broker.bootstrap, create=deny)
+
+    job, log = start_job(command)
+    try:
+        pause = (r"batch 2: ", lambda _tag: pause_broker(broker))
+        restart = (PUBLISHED, lambda _tag: restart_broker(broker))
+        inject(job, log, "", pause, restart, (PUBLISHED, refuse_writes))
+        code = job.wait(300)
+    finally:
+        kill_group(job)
+    told = "".join(line for line in log if not line.startswith("%"))
+    assert code not in (0, None), told[-4000:]
+    assert re.search(r"error: .*(?i:authoriz)", told), told[-4000:]
+    change_acls(broker.bootstrap, delete=deny)
+    run_to_end(command)
+    return told
+
+
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
+def test_the_sensors_job_survives_a_stalled_and_a_restarted_broker_and_a_refused_write(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    """The sensors job through a 20 s broker pause, a broker restart and denied writes to its
+    matches topic: matches and popular readings, read read_committed, equal the seed model's
+    (none missing, none twice)."""
+    from tests.integration.test_sensors_job import Job, make_events, oracle
+    from tests.integration.test_sensors_job import job_command as sensors_command
+
+    job = Job(broker.bootstrap, tmp_path)
+    events = make_events(1_000, 400, seed=83)  # 16 batches: room for three faults
+    job.produce(events)
+    flags = ("--size", "40", "--max-offsets-per-trigger", "90", "--kafka-step-timeout", "20s")
+    survive_stall_restart_and_refusal(broker, sensors_command(job, *flags), job.topics["matches"])
+    assert job.results() == oracle(events, 40, 3, False)
+    assert read_all(broker.bootstrap, job.topics["late"]) == []
+
+
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
+def test_the_windows_job_survives_a_stalled_and_a_restarted_broker_and_a_refused_write(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    """The temporal windows job (snapshot sums) through a 20 s broker pause, a broker restart
+    and denied writes to its output topic: the rows, read read_committed, equal a sweep's (none
+    missing, none twice)."""
+    from tests.integration.test_windows_job import snapshot_job, snapshot_sums
+
+    # 900 events, 15 batches: room for three faults
+    flags = ("--available-now", "--max-offsets-per-trigger", "60", "--kafka-step-timeout", "20s")
+    topics, lines, command = snapshot_job(broker.bootstrap, tmp_path, 89, *flags)
+    survive_stall_restart_and_refusal(broker, command, topics.output)
+    assert topics.letters(topics.late) == []
+    assert topics.rows() == snapshot_sums(lines)
