@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.oracles import spl_outputs
 from trending.windows.spl import parse_spec
 from trending.windows.spl.keyed import build_window, pure_inputs
 
@@ -98,6 +99,32 @@ def pure_events(
     return out
 
 
+Published = dict[str, list[tuple[str, tuple[int, ...]]]]
+
+
+def published_ids(rows: list[Any]) -> Published:
+    """Per user, in ``seq`` order: each trigger or flush the runner published, with the ids of
+    the tuples it carries."""
+    out: dict[str, list[tuple[str, tuple[int, ...]]]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: (r["user"], r["seq"])):
+        if row["event"] in ("trigger", "before_flush"):
+            ids = tuple(t["id"] for t in json.loads(row["tuples"]))
+            out[row["user"]].append((row["event"], ids))
+    return dict(out)
+
+
+def by_rule(spec: dict[str, Any], rows: list[dict[str, Any]]) -> Published:
+    """Per user, the triggers and flushes the SPL rules give for the user's rows (in id
+    order), by brute force (:func:`tests.support.oracles.spl_outputs`), with the tuples' ids."""
+    out: Published = {}
+    spec = {name: value for name, value in spec.items() if name != "summaries"}  # ids only
+    for user in sorted({row["user"] for row in rows}):
+        mine = sorted((r for r in rows if r["user"] == user), key=lambda r: r["id"])
+        outputs = spl_outputs(spec, [(r["ts"], r["id"], r["v"]) for r in mine], 0)
+        out[user] = [(kind, ids) for kind, ids, _, _ in outputs]
+    return {user: events for user, events in out.items() if events}
+
+
 def start(events: Any, checkpoint: Path, sink: Sink, trigger: dict[str, str] | None = None) -> Any:
     writer = events.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
     return writer.trigger(**trigger).start() if trigger else writer.start()
@@ -134,6 +161,7 @@ def test_count_sliding_window_matches_the_pure_core_per_key(spark: Any, tmp_path
             query.processAllAvailable()
     finally:
         query.stop()
+    assert published_ids(sink.rows) == by_rule(spec, rows)
     assert sink.events() == pure_events(spec, rows)
 
 
@@ -160,6 +188,7 @@ def test_restart_from_checkpoint_continues_identically(spark: Any, tmp_path: Pat
     rows = [row for batch in batches for row in batch]
     first, second = sinks[0].events(), sinks[1].events()
     assert first and second
+    assert published_ids(sinks[0].rows + sinks[1].rows) == by_rule(spec, rows)
     assert merge(first, second) == pure_events(spec, rows)
 
 
@@ -270,6 +299,94 @@ def triggers(events: Events) -> dict[str, list[list[int]]]:
         user: [[t["v"] for t in tuples] for kind, _, tuples, _ in got if kind == "trigger"]
         for user, got in events.items()
     }
+
+
+def test_an_event_time_timer_pending_at_a_restart_fires_after_it(
+    spark: Any, tmp_path: Path
+) -> None:
+    #   query 1: user a's rows at 0..4 s; window time(10 s) [0, 10 s) open, its timer pending;
+    #   stop. Query 2 on the same checkpoint: b's row at 30 s moves the watermark past 10 s:
+    #   a's window flushes at 10 s with a's five rows, though no row of a came after the restart
+    from trending.spark.spl_runner import apply_window
+
+    spec = {"kind": "tumbling", "evict": {"time": 10}}
+    source, checkpoint, sinks = tmp_path / "in", tmp_path / "chk", [Sink(), Sink()]
+    source.mkdir()
+    a_rows = [{"user": "a", "id": i, "v": i, "ts": BASE_MS + i * 1000} for i in range(5)]
+    b_rows = [{"user": "b", "id": 99, "v": 0, "ts": BASE_MS + 30_000}]
+    for sink, rows in zip(sinks, (a_rows, b_rows), strict=True):
+        stream = spark.readStream.schema(SCHEMA).json(str(source))
+        events = apply_window(
+            stream, spec, key="user", time_column="ts", time_mode="event",
+            watermark="0 seconds", order_by="id", kinds=["before_flush"],
+        )  # fmt: skip
+        query = start(events, checkpoint, sink)
+        try:
+            write_batch(source, rows)
+            query.processAllAvailable()
+        finally:
+            query.stop()
+    assert sinks[0].rows == []
+    flushed = [(r["user"], r["event"], r["time_ms"]) for r in sinks[1].rows]
+    assert flushed == [("a", "before_flush", BASE_MS + 10_000)]
+    assert json.loads(sinks[1].rows[0]["tuples"]) == a_rows
+
+
+def wait_for_input(query: Any, rows: int, timeout: float = 60.0) -> None:
+    """Wait until the query's batches read ``rows`` input rows; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while sum(p["numInputRows"] for p in query.recentProgress) < rows:
+        assert time.monotonic() < deadline, f"fewer than {rows} rows read in {timeout:.0f} s"
+        time.sleep(0.1)
+
+
+def test_a_processing_time_timer_pending_at_a_restart_fires_after_it(
+    spark: Any, tmp_path: Path
+) -> None:
+    #   query 1: rows of users a b c go in at processing time t; window time(10 s) flushes at
+    #   the next multiple of 10 s; stopped before that. Query 2 on the same checkpoint flushes
+    #   each user's rows once that time has come. (Spark runs a restarted query's first batch
+    #   only when input arrives, so one row of another user, z, comes after the restart.)
+    from trending.spark.spl_runner import apply_window
+
+    spec = {"kind": "tumbling", "evict": {"time": 10}}
+    rows = make_rows(0, 12)
+    for attempt in range(3):  # a stop that came after the flush time proves nothing: again
+        folder = tmp_path / f"attempt-{attempt}"
+        source, checkpoint, first = folder / "in", folder / "chk", Sink()
+        source.mkdir(parents=True)
+
+        def query_on(sink: Sink, source: Path = source, checkpoint: Path = checkpoint) -> Any:
+            stream = spark.readStream.schema(SCHEMA).json(str(source))
+            events = apply_window(stream, spec, key="user", time_mode="processing", order_by="id")
+            return start(events, checkpoint, sink, {"processingTime": "200 milliseconds"})
+
+        query = query_on(first)
+        try:
+            write_batch(source, rows)
+            wait_for_input(query, len(rows))  # (processAllAvailable never returns while a
+        finally:  # processing-time timer is pending: every trigger runs a no-data batch)
+            query.stop()
+        if not any(r["event"] == "after_flush" for r in first.rows):
+            break
+    else:
+        pytest.fail("every stop came after the flush time")
+    second = Sink()
+    query = query_on(second)
+    try:
+        write_batch(source, [{"user": "z", "id": 100, "v": 0, "ts": 0}])
+
+        def flushed_abc(got: list[Any]) -> bool:
+            return {r["user"] for r in got if r["event"] == "after_flush"} >= {"a", "b", "c"}
+
+        wait_for(second, flushed_abc)
+    finally:
+        query.stop()
+    flushes = [r for r in second.rows if r["event"] == "before_flush" and r["user"] != "z"]
+    assert sorted(r["user"] for r in flushes) == ["a", "b", "c"]
+    assert all(r["time_ms"] % 10_000 == 0 for r in flushes)
+    flushed = sorted((t for r in flushes for t in json.loads(r["tuples"])), key=lambda t: t["id"])
+    assert flushed == rows
 
 
 def test_seed_transcript_same_events_for_any_batching_and_across_a_restart(
