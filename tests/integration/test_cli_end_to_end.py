@@ -77,7 +77,7 @@ def test_replay_run_consume_matches_an_independent_count(
         "--size", "2m", "--hop", "30s", "--lateness", "30s",
         "--input-topic", tweets_topic, "--output-topic", out_topic,
         "--late-topic", f"late-{tag}", "--dead-letter-topic", f"dlq-{tag}",
-        "--checkpoint", str(tmp_path / "checkpoint"), *common,
+        "--checkpoint", str(tmp_path / "checkpoint"), "--metrics-port", "0", *common,
     )  # fmt: skip
     lines = trending(
         "consume", out_topic, "--from-beginning", "--json", "--idle-timeout", "5", *common

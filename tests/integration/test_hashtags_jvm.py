@@ -14,6 +14,7 @@ import random
 import struct
 import subprocess
 import sys
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -424,8 +425,10 @@ def test_character_classes_equal_twitter_text(java_classes: JavaClasses) -> None
         if c not in java_classes.undefined and ours.get(c, 0) != java.get(c, 0)
     ]
     assert differ == []
-    # What differs is only what the JVM's older Unicode does not know yet.
-    assert not any(c in java for c in java_classes.undefined)
+    # Left out above: only characters this JVM's older Unicode lacks and Python's newer Unicode
+    # has (the JVM cannot classify them), none that is unassigned in both.
+    skipped = [c for c in java_classes.undefined if ours.get(c, 0) != java.get(c, 0)]
+    assert [hex(c) for c in skipped if unicodedata.category(chr(c)) == "Cn"] == []
 
 
 def _check(texts: list[str], results: list[JavaResult]) -> list[str]:
