@@ -42,34 +42,26 @@ USER_SHELL = {
 }
 
 
-def test_a_shell_set_up_for_a_real_cluster_changes_nothing_in_the_suite(tmp_path: Path) -> None:
-    (tmp_path / "test_inner.py").write_text(INNER_TEST, encoding="utf-8")
-    env = {
-        **os.environ,
-        **USER_SHELL,
-        "TRENDING_TEST_KAFKA": "test-broker:9",
-        "CI": "true",
-        "PYTHONPATH": str(REPO),
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "tests.conftest",
-        "-p",
-        "no:cacheprovider",
-    ]
-    result = subprocess.run(
-        [*command, str(tmp_path / "test_inner.py")],
+def run_inner(
+    tmp_path: Path, test: str, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``test`` (a module's text) run by pytest with the suite's conftest and ``env`` added."""
+    (tmp_path / "test_inner.py").write_text(test, encoding="utf-8")
+    plugins = ["-p", "tests.conftest", "-p", "no:cacheprovider"]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *plugins, str(tmp_path / "test_inner.py")],
         cwd=tmp_path,
-        env=env,
+        env={**os.environ, **env, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
+
+
+def test_a_shell_set_up_for_a_real_cluster_changes_nothing_in_the_suite(tmp_path: Path) -> None:
+    env = {**USER_SHELL, "TRENDING_TEST_KAFKA": "test-broker:9", "CI": "true"}
+    result = run_inner(tmp_path, INNER_TEST, env, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
 
@@ -90,17 +82,7 @@ def test_blocks_in_its_clean_up_too():
 
 
 def test_a_test_that_outlives_its_timeout_ends_the_run_instead_of_hanging(tmp_path: Path) -> None:
-    (tmp_path / "test_inner.py").write_text(BLOCKED_CLEAN_UP, encoding="utf-8")
-    env = {**os.environ, "TRENDING_TEST_WATCHDOG_GRACE": "2", "PYTHONPATH": str(REPO)}
-    plugins = ["-p", "tests.conftest", "-p", "no:cacheprovider"]
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *plugins, str(tmp_path / "test_inner.py")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = {"TRENDING_TEST_WATCHDOG_GRACE": "2"}
+    result = run_inner(tmp_path, BLOCKED_CLEAN_UP, env, timeout=60)
     assert result.returncode == 3, result.stdout + result.stderr
     assert "test_blocks_in_its_clean_up_too still running past its timeout" in result.stderr
