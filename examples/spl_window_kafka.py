@@ -14,7 +14,13 @@ Both are published exactly once (:func:`trending.jobs.sink.publish_exactly_once`
 a restart from ``--checkpoint`` publish nothing twice and lose nothing, for readers with
 ``isolation.level=read_committed``. Time policies: pass ``--time-mode event`` (clock =
 ``created_at``, ``--watermark``) or ``--time-mode processing``. ``--available-now`` processes what
-the topic holds and exits; otherwise it runs until stopped.
+the topic holds and exits; otherwise it runs until SIGTERM or Ctrl-C stops it once the batch in
+progress has committed (exit code 0). ``--kafka-step-timeout`` (as in ``trending run``) bounds one
+step of a batch's Kafka transaction: a step stuck on a stalled or restarted broker is given up
+and the batch sent again, without a restart. When the query
+fails (e.g. an ACL denies writes to the output topic) the example prints one line,
+``spl-window-kafka: error: <why>``, and exits with code 2; nothing of the failed batch was
+published, and a restart from the same ``--checkpoint`` sends it again.
 """
 
 from __future__ import annotations
@@ -23,14 +29,19 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 import tempfile
+import threading
 from typing import Any
 
 DEFAULT_SPEC = '{"kind": "sliding", "evict": {"count": 4}, "trigger": {"count": 2}}'
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from connectors.transactions import TXN_STEP_TIMEOUT_S
+    from trending.commands.run import duration_arg
+
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--bootstrap", default=None, help="Kafka bootstrap (default $KAFKA_BOOTSTRAP_SERVERS)"
@@ -59,6 +70,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--max-offsets-per-trigger", dest="max_offsets", type=int, default=None,
         help="cap records per micro-batch",
     )  # fmt: skip
+    parser.add_argument(
+        "--kafka-step-timeout",
+        type=duration_arg,
+        default=f"{TXN_STEP_TIMEOUT_S:g}s",
+        metavar="DURATION",
+        help="how long one step of a batch's Kafka transaction (flush, offsets, commit) may "
+        "take; then the producer is replaced and the batch sent again (default: %(default)s)",
+    )
     return parser.parse_args(argv)
 
 
@@ -85,7 +104,34 @@ def dead_letter() -> Any:
     )  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> None:
+def serve(query: Any, processor: Any, settings: Any) -> str | None:
+    """Wait for ``query`` until it ends, fails or SIGTERM/SIGINT stops it (as the jobs do: the
+    batch in progress commits first, for ``settings.shutdown_timeout_s`` at most; a second
+    signal stops at once). Returns why it failed, in one line (the failed batch's own error
+    when there is one), else None."""
+    from trending.commands.run import failure_line, stop_between_batches
+
+    stop, hurry = threading.Event(), threading.Event()
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        # py4j is not reentrant: the code below stops the query, not the handler
+        (hurry if stop.is_set() else stop).set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    while query.isActive and not stop.is_set():
+        try:
+            query.awaitTermination(1)
+        except Exception:  # the query failed: reported below, from query.exception()
+            break
+    if stop.is_set():
+        stop_between_batches(query, processor, hurry, settings.shutdown_timeout_s)
+        return None
+    exception = query.exception()
+    return None if exception is None else failure_line(processor, exception)
+
+
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -138,16 +184,25 @@ def main(argv: list[str] | None = None) -> None:
         to_avro(dead_letter(), schema_json("dead_letter")).alias("value"),
     )
     checkpoint = args.checkpoint or tempfile.mkdtemp(prefix="spl-window-kafka-")
-    settings = JobSettings(bootstrap, checkpoint, available_now=args.available_now)
+    settings = JobSettings(
+        bootstrap,
+        checkpoint,
+        available_now=args.available_now,
+        kafka_step_timeout_s=args.kafka_step_timeout / 1000,
+    )
     query, processor = publish_exactly_once(published.unionByName(dead), settings, "spl-window")
     print(f"windows of {args.topic} -> {args.output_topic} (checkpoint {checkpoint})", flush=True)
     try:
-        query.awaitTermination()
+        failure = serve(query, processor, settings)
     finally:
         query.stop()
         processor.close()
         spark.stop()
+    if failure is not None:
+        print(f"spl-window-kafka: error: {failure}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -50,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _register_windows(jobs)
 
 
-def _duration(text: str) -> int:
+def duration_arg(text: str) -> int:
+    """A duration (``500ms``, ``20s``, ``1m``) in milliseconds, for argparse."""
     try:
         return parse_duration_ms(text)
     except ValueError as error:
@@ -59,7 +60,7 @@ def _duration(text: str) -> int:
 
 def _positive_duration(text: str) -> int:
     """A duration longer than zero, for argparse."""
-    value = _duration(text)
+    value = duration_arg(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"want a duration longer than 0, got {text!r}")
     return value
@@ -118,10 +119,13 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
     window = parser.add_argument_group("windows")
     window.add_argument("--size", type=_positive_duration, default="5m", help="window size")
     window.add_argument("--hop", type=_positive_duration, default="1m", help="window hop (slide)")
-    window.add_argument("--align", type=_duration, default="0s", help="window alignment a")
+    window.add_argument("--align", type=duration_arg, default="0s", help="window alignment a")
     window.add_argument("--top", type=int, default=10, help="k: hashtags per top-k record")
     window.add_argument(
-        "--lateness", type=_duration, default="30s", help="allowed lateness behind max event time"
+        "--lateness",
+        type=duration_arg,
+        default="30s",
+        help="allowed lateness behind max event time",
     )
     _add_trigger_arguments(parser, "close what the watermark allows")
     parser.add_argument(
@@ -162,7 +166,7 @@ def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
         "--threshold", type=int, default=3, help="matches that make an evicted reading popular"
     )
     window.add_argument(
-        "--lateness", type=_duration, default="5s", help="allowed lateness behind max event time"
+        "--lateness", type=duration_arg, default="5s", help="allowed lateness behind max event time"
     )
     window.add_argument(
         "--partition-by",
@@ -204,7 +208,7 @@ def _register_windows(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.add_argument("spec", metavar="SPEC", help="the spec file (.json, else YAML)")
     window = parser.add_argument_group("windows")
     window.add_argument(
-        "--lateness", type=_duration, default="5s", help="allowed lateness behind max sync time"
+        "--lateness", type=duration_arg, default="5s", help="allowed lateness behind max sync time"
     )
     window.add_argument(
         "--keep-open",
@@ -223,7 +227,7 @@ def _register_windows(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def _add_trigger_arguments(parser: argparse.ArgumentParser, at_end: str) -> None:
     trig = parser.add_argument_group("triggers")
-    trig.add_argument("--trigger", type=_duration, default="1s", help="processing-time trigger")
+    trig.add_argument("--trigger", type=duration_arg, default="1s", help="processing-time trigger")
     trig.add_argument(
         "--available-now",
         action="store_true",
@@ -270,7 +274,7 @@ def _add_spark_arguments(
     )
     spark.add_argument(
         "--lease-timeout",
-        type=_duration,
+        type=duration_arg,
         default=f"{DEFAULT_LEASE_TIMEOUT_S:g}s",
         help="one process per checkpoint: a job that finds the checkpoint's owner alive refuses "
         "to start; an owner gone from this host is taken over at once, one elsewhere after this "
@@ -278,7 +282,7 @@ def _add_spark_arguments(
     )
     spark.add_argument(
         "--shutdown-timeout",
-        type=_duration,
+        type=duration_arg,
         default=f"{DEFAULT_SHUTDOWN_TIMEOUT_S:g}s",
         help="on SIGTERM or Ctrl-C the micro-batch in progress finishes and commits first, for "
         "this long at most (then it is cut short, and done again on the next start); a second "
@@ -286,7 +290,7 @@ def _add_spark_arguments(
     )
     spark.add_argument(
         "--kafka-step-timeout",
-        type=_duration,
+        type=duration_arg,
         default=f"{TXN_STEP_TIMEOUT_S:g}s",
         help="how long one step of a batch's Kafka transaction (flush, offsets, commit) may "
         "take; then the producer is replaced and the batch sent again",
@@ -555,7 +559,7 @@ def _serve(
         except Exception:  # the query failed: reported below, from query.exception()
             break
     if stop.is_set():
-        _stop_between_batches(query, processor, hurry)
+        stop_between_batches(query, processor, hurry, processor.config.shutdown_timeout_s)
     elif processor.lease_lost is not None:
         query.stop()
     exception = query.exception()
@@ -566,11 +570,13 @@ def _serve(
     if processor.lease_lost is not None:
         raise processor.lease_lost
     if exception is not None and not stop.is_set():
-        raise UserError(_failure(processor, exception))
+        raise UserError(failure_line(processor, exception))
     return ended
 
 
-def _stop_between_batches(query: Any, processor: Any, hurry: threading.Event) -> None:
+def stop_between_batches(
+    query: Any, processor: Any, hurry: threading.Event, timeout_s: float
+) -> None:
     """Stop ``query`` when no micro-batch is in progress, or once the one in progress has
     committed its transaction (``processor.history`` grows), so a backlog cannot keep it going.
     After the shutdown timeout (or when ``hurry`` is set) it is stopped anyway: a batch cut
@@ -580,7 +586,7 @@ def _stop_between_batches(query: Any, processor: Any, hurry: threading.Event) ->
         print(
             f"trending: waiting for micro-batch {processor.running} to commit ...", file=sys.stderr
         )
-    deadline = time.monotonic() + processor.config.shutdown_timeout_s
+    deadline = time.monotonic() + timeout_s
     while query.isActive and not hurry.is_set() and time.monotonic() < deadline:
         if len(processor.history) > done or not _trigger_active(query):
             break
@@ -595,7 +601,7 @@ def _trigger_active(query: Any) -> bool:
         return False
 
 
-def _failure(processor: Any, exception: Any) -> str:
+def failure_line(processor: Any, exception: Any) -> str:
     """Why the query failed, in one line: the batch's own error when a batch failed (Spark's
     exception also carries the whole plan; its log has the details)."""
     if processor.failure is not None:
@@ -603,8 +609,9 @@ def _failure(processor: Any, exception: Any) -> str:
             f"{processor.failure}; nothing of it was published, and the job sends it again when "
             "restarted from its checkpoint"
         )
-    first = str(exception).strip().splitlines()
-    return f"the streaming query failed: {first[0][:500] if first else exception!r}"
+    lines = str(exception).strip().splitlines()
+    first = lines[0][:500] if lines else repr(exception)
+    return f"the streaming query failed: {first}"
 
 
 def _stop(spark: Any, processor: Any, monitoring: Any) -> None:
