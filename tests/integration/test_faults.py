@@ -1,14 +1,17 @@
-"""Faults under a running hashtags job. Five SIGKILLs at seeded random points, each followed by a
-restart from the checkpoint: the output equals a clean run's. On a broker of this module's own:
-the broker paused (SIGSTOP) for 20 s mid-stream, then stopped and started again: the job
-recovers from each without a restart of its own and ends normally. The output topic deleted
-then created again, then refusing writes: the batch is sent again once it can be (after the
-refusal, by a restart). In every case the finals, read ``read_committed``, equal an independent
-count: nothing lost, nothing twice (after a deletion: from the first window the recreated topic
-holds). Faults that need the same job share one run of it: a job's start-up is most of a run."""
+"""Faults under running jobs. Five SIGKILLs of the hashtags job at seeded random points, each
+followed by a restart from the checkpoint: the output equals a clean run's. On a broker of this
+module's own: every job side by side through a broker paused (SIGSTOP) for 20 s mid-stream, then
+stopped and started again, then refusing writes: each recovers from the first two without a
+restart of its own and stops with one clear line at the third; a restart ends the run. The
+hashtags job's output topic deleted then created again, then refusing writes: the batch is sent
+again once it can be (after the refusal, by a restart). In every case the output, read
+``read_committed``, equals an independent model: nothing lost, nothing twice (after a deletion:
+from the first window the recreated topic holds). Faults share runs: a job's start-up is most
+of a run."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -18,16 +21,25 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from connectors.avro import AvroCodec
+from connectors.avro import AvroCodec, encode_tweet
 from connectors.broker import LocalBroker
 from connectors.kafka import ensure_topics, producer
 from tests.support.hashtags import independent_finals, random_tweets
-from tests.support.jobs import crash_and_restart, kill_group, run_to_end, start_job, wait_logged
+from tests.support.jobs import (
+    CrashCase,
+    crash_and_restart,
+    kill_group,
+    run_to_end,
+    start_job,
+    wait_logged,
+)
 from tests.support.kafka import change_acls, delete_topic, read_all, write_denied
 from tests.support.ports import local_broker
 from tests.support.queries import SLOW_TEST_TIMEOUT
@@ -112,40 +124,6 @@ def inject(job: subprocess.Popen[str], log: list[str], tag: str, *faults: tuple[
     return seen
 
 
-def run_with_fault(
-    broker: LocalBroker, tmp_path: Path, seed: int, *faults: tuple[str, Fault]
-) -> tuple[str, list[dict[str, Any]], str]:
-    """Run the job over 6,000 tweets; inject ``faults`` (see :func:`inject`); check it ends
-    normally, with a batch published after the last fault. Returns the tag, the tweets and the
-    log."""
-    tag = uuid.uuid4().hex[:8]
-    tweets = make_tweets(6_000, seed)
-    produce(broker.bootstrap, f"tweets-{tag}", tweets)
-    job, log = start_job(job_command(broker.bootstrap, tmp_path, tag))
-    try:
-        seen = inject(job, log, tag, *faults)
-        try:
-            code = job.wait(400)
-        except subprocess.TimeoutExpired:
-            code = None
-        told = "".join(line for line in log if not line.startswith("%"))  # not librdkafka's
-        assert code == 0, f"exit code {code}:\n{told[-6000:]}"
-        assert re.search(BATCH_DONE, "".join(log[seen:])), "no batch after the last fault"
-    finally:
-        kill_group(job)
-    assert read_all(broker.bootstrap, f"late-{tag}") == []
-    return tag, tweets, "".join(log)
-
-
-def run_through(broker: LocalBroker, tmp_path: Path, seed: int, *faults: tuple[str, Fault]) -> str:
-    """:func:`run_with_fault`, then the finals equal an independent count."""
-    tag, tweets, log = run_with_fault(broker, tmp_path, seed, *faults)
-    expected = independent_finals(tweets, SIZE_MS, HOP_MS, LATENESS_MS)
-    assert len(expected) > 150
-    assert finals(broker.bootstrap, f"trending-{tag}") == expected
-    return log
-
-
 def pause_broker(broker: LocalBroker, seconds: float = 20) -> None:
     """SIGSTOP the broker's JVM for ``seconds``, then SIGCONT."""
     assert broker.process is not None
@@ -167,24 +145,6 @@ def restart_broker(broker: LocalBroker) -> None:
 def longest_batch_s(log: str) -> float:
     """The longest time a batch took, from the job's progress lines."""
     return max(float(s) for s in re.findall(r"^.*batch \d+: .* in ([\d.]+)s \(", log, re.M))
-
-
-@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
-def test_a_broker_paused_for_20_s_then_restarted_mid_stream_loses_nothing(
-    broker: LocalBroker, tmp_path: Path
-) -> None:
-    """The broker paused (SIGSTOP) for 20 s after the job's second batch; once the job published
-    a batch after the pause, the broker stopped and started again. The job recovers from each
-    without a restart of its own, publishes after each, ends normally and loses nothing."""
-
-    def pause(_tag: str) -> None:
-        pause_broker(broker)
-
-    def restart(_tag: str) -> None:
-        restart_broker(broker)
-
-    log = run_through(broker, tmp_path, 61, (r"batch 2: ", pause), (BATCH_DONE, restart))
-    assert "hashtags job stopped" in log
 
 
 @pytest.mark.timeout(SLOW_TEST_TIMEOUT)
@@ -245,83 +205,235 @@ def test_an_output_topic_deleted_then_refusing_writes_loses_nothing_from_its_ret
     assert read_all(broker.bootstrap, f"late-{tag}") == []
 
 
-@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
-def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
-    # 35 batches: the five kills land (each 0-4 s after a run's first batch) well before its end
+def hashtags_crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
+    """Five SIGKILLs of the hashtags job at seeded random points (35 batches: the kills land
+    well before its end), each followed by a restart: every record it published, revisions
+    included, equals a clean run's on the same tweets, and its finals an independent count."""
     tweets = make_tweets(10_500, seed=71)
     clean, crashed = uuid.uuid4().hex[:8], uuid.uuid4().hex[:8]
     for tag in (clean, crashed):
-        produce(kafka_bootstrap, f"tweets-{tag}", tweets)
-    run_to_end(job_command(kafka_bootstrap, tmp_path / "clean", clean, per_batch=300))
-    command = job_command(kafka_bootstrap, tmp_path / "crashed", crashed, per_batch=300)
-    killed, _ = crash_and_restart(command, seed=71)
-    assert killed == 5
-    expected = published(kafka_bootstrap, f"trending-{clean}")
-    assert published(kafka_bootstrap, f"trending-{crashed}") == expected
-    assert finals(kafka_bootstrap, f"trending-{crashed}") == independent_finals(
-        tweets, SIZE_MS, HOP_MS, LATENESS_MS
-    )
-    assert read_all(kafka_bootstrap, f"late-{crashed}") == []
+        produce(bootstrap, f"tweets-{tag}", tweets)
 
+    def check(_log: str) -> None:
+        expected = published(bootstrap, f"trending-{clean}")
+        assert published(bootstrap, f"trending-{crashed}") == expected
+        assert finals(bootstrap, f"trending-{crashed}") == independent_finals(
+            tweets, SIZE_MS, HOP_MS, LATENESS_MS
+        )
+        assert read_all(bootstrap, f"late-{crashed}") == []
 
-def survive_stall_restart_and_refusal(broker: LocalBroker, command: list[str], output: str) -> str:
-    """Run ``command``: the broker paused for 20 s after batch 2; once a batch was published
-    after it, the broker restarted; once one was published after that, writes to ``output``
-    denied. The job goes on through the first two by itself and stops with one line naming the
-    refusal at the third; once writes are allowed again a restart from the checkpoint ends the
-    run. Returns the log of the faulted run."""
-    deny = write_denied(output)
-
-    def refuse_writes(_tag: str) -> None:
-        change_acls(broker.bootstrap, create=deny)
-
-    job, log = start_job(command)
-    try:
-        pause = (r"batch 2: ", lambda _tag: pause_broker(broker))
-        restart = (PUBLISHED, lambda _tag: restart_broker(broker))
-        inject(job, log, "", pause, restart, (PUBLISHED, refuse_writes))
-        code = job.wait(300)
-    finally:
-        kill_group(job)
-    told = "".join(line for line in log if not line.startswith("%"))
-    assert code not in (0, None), told[-4000:]
-    assert re.search(r"error: .*(?i:authoriz)", told), told[-4000:]
-    change_acls(broker.bootstrap, delete=deny)
-    run_to_end(command)
-    return told
+    return CrashCase(
+        "hashtags", job_command(bootstrap, tmp_path / "crashed", crashed, per_batch=300), 71,
+        check, reference=job_command(bootstrap, tmp_path / "clean", clean, per_batch=300),
+    )  # fmt: skip
 
 
 @pytest.mark.timeout(SLOW_TEST_TIMEOUT)
-def test_the_sensors_job_survives_a_stalled_and_a_restarted_broker_and_a_refused_write(
-    broker: LocalBroker, tmp_path: Path
+def test_five_crashes_of_each_job_at_random_points_change_nothing(
+    kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    """The sensors job through a 20 s broker pause, a broker restart and denied writes to its
-    matches topic: matches and popular readings, read read_committed, equal the seed model's
-    (none missing, none twice)."""
+    """Every job (and the SPL example) SIGKILLed five times at seeded random points, driver and
+    JVM at once, each kill followed by a restart from the checkpoint; the jobs run side by side
+    (a job's start-up leaves a core idle much of the time). What each published equals its
+    independent model (see each ``crash_case``)."""
+    from tests.integration import test_sensors_job, test_spl_kafka_example, test_windows_job
+
+    builders = {
+        "hashtags": hashtags_crash_case,
+        "sensors": test_sensors_job.crash_case,
+        "windows": test_windows_job.crash_case,
+        "spl-example": test_spl_kafka_example.crash_case,
+    }
+    cases = []
+    for name, build in builders.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        cases.append(build(kafka_bootstrap, folder))
+    with ThreadPoolExecutor(2 * len(cases)) as pool:
+        references = [pool.submit(run_to_end, c.reference) for c in cases if c.reference]
+        runs = {c.name: pool.submit(crash_and_restart, c.command, c.seed) for c in cases}
+        ended = {name: run.result() for name, run in runs.items()}
+        for reference in references:
+            reference.result()
+    for case in cases:
+        killed, log = ended[case.name]
+        assert killed == 5, f"{case.name} ended after {killed} kills"
+        case.check(log)
+
+
+@dataclass
+class Participant:
+    """One job of the shared fault run: its commands (``running``: processing-time trigger,
+    ``to_end``: ``--available-now``), the output topic whose writes are refused, how to feed its
+    input (chunk ``i`` of :data:`CHUNKS`) and the check of everything it published."""
+
+    name: str
+    running: list[str]
+    to_end: list[str]
+    refused: str
+    feed: Callable[[int], None]
+    check: Callable[[], None]
+
+
+CHUNKS = (0.55, 0.15, 0.15, 0.15)  # the input's shares: at the start, after each fault
+TRIGGER = ("--trigger", "500ms")
+
+
+def chunk(items: list[Any], i: int) -> list[Any]:
+    """Share ``i`` of ``items`` (see :data:`CHUNKS`), in their order."""
+    bounds = [round(len(items) * sum(CHUNKS[:j])) for j in range(len(CHUNKS) + 1)]
+    return items[bounds[i] : bounds[i + 1]]
+
+
+def running(command: list[str], *flags: str) -> list[str]:
+    """``command`` without ``--available-now`` (it runs on until stopped), with ``flags``."""
+    return [arg for arg in command if arg != "--available-now"] + list(flags)
+
+
+def hashtags_participant(bootstrap: str, tmp_path: Path) -> Participant:
+    tag = uuid.uuid4().hex[:8]
+    tweets = make_tweets(6_000, seed=61)
+    command = job_command(bootstrap, tmp_path, tag)
+
+    def check() -> None:
+        expected = independent_finals(tweets, SIZE_MS, HOP_MS, LATENESS_MS)
+        assert len(expected) > 150
+        assert finals(bootstrap, f"trending-{tag}") == expected
+        assert read_all(bootstrap, f"late-{tag}") == []
+
+    return Participant(
+        "hashtags", running(command, *TRIGGER), command, f"trending-{tag}",
+        lambda i: produce(bootstrap, f"tweets-{tag}", chunk(tweets, i)), check,
+    )  # fmt: skip
+
+
+def sensors_participant(bootstrap: str, tmp_path: Path) -> Participant:
     from tests.integration.test_sensors_job import Job, make_events, oracle
     from tests.integration.test_sensors_job import job_command as sensors_command
 
-    job = Job(broker.bootstrap, tmp_path)
-    events = make_events(1_000, 400, seed=83)  # 16 batches: room for three faults
-    job.produce(events)
+    job = Job(bootstrap, tmp_path)
+    events = make_events(1_000, 400, seed=83)
     flags = ("--size", "40", "--max-offsets-per-trigger", "90", "--kafka-step-timeout", "20s")
-    survive_stall_restart_and_refusal(broker, sensors_command(job, *flags), job.topics["matches"])
-    assert job.results() == oracle(events, 40, 3, False)
-    assert read_all(broker.bootstrap, job.topics["late"]) == []
+    command = sensors_command(job, *flags)
+
+    def check() -> None:
+        assert job.results() == oracle(events, 40, 3, False)
+        assert read_all(bootstrap, job.topics["late"]) == []
+
+    return Participant(
+        "sensors", running(command, *TRIGGER), command, job.topics["matches"],
+        lambda i: job.produce(chunk(events, i)), check,
+    )  # fmt: skip
+
+
+def windows_participant(bootstrap: str, tmp_path: Path) -> Participant:
+    from tests.integration.test_windows_job import LATENESS_MS as WINDOWS_LATENESS_MS
+    from tests.integration.test_windows_job import Topics, make_lines, produce_lines, snapshot_sums
+
+    topics = Topics(bootstrap)
+    lines = make_lines(keys=4, events=900, seed=89)
+    spec = tmp_path / "snapshot.json"
+    spec.write_text(json.dumps({"kind": "snapshot", "aggregate": "sum"}))
+    command = [
+        sys.executable, "-m", "trending.cli", "run", "windows", str(spec), "--available-now",
+        "--checkpoint", f"file://{tmp_path}/windows-checkpoint",
+        "--lateness", f"{WINDOWS_LATENESS_MS}ms", "--max-offsets-per-trigger", "60",
+        "--kafka-step-timeout", "20s", *topics.flags(),
+    ]  # fmt: skip
+
+    def feed(i: int) -> None:
+        folder = tmp_path / f"windows-chunk-{i}"
+        folder.mkdir()
+        produce_lines(topics, chunk(lines, i), folder)
+
+    def check() -> None:
+        assert topics.letters(topics.late) == []
+        assert topics.rows() == snapshot_sums(lines)
+
+    return Participant("windows", running(command, *TRIGGER), command, topics.output, feed, check)
+
+
+def spl_participant(bootstrap: str, tmp_path: Path) -> Participant:
+    from tests.integration import test_spl_kafka_example as spl
+
+    rng = random.Random(31)
+    users = [f"u{rng.randrange(6)}" for _ in range(400)]
+    suffix = uuid.uuid4().hex[:8]
+    source, sink, dead = (f"{name}-{suffix}" for name in ("tweets", "windows", "dead"))
+    ensure_topics(bootstrap, [source], partitions=1)
+    command = [
+        sys.executable, str(spl.EXAMPLE), "--bootstrap", bootstrap, "--topic", source,
+        "--spec", json.dumps(spl.SPEC), "--output-topic", sink, "--dead-letter-topic", dead,
+        "--checkpoint", str(tmp_path / "checkpoint"), "--available-now",
+        "--max-offsets-per-trigger", "20", "--kafka-step-timeout", "20s",
+    ]  # fmt: skip
+
+    def feed(i: int) -> None:
+        out = producer(bootstrap)
+        out.produce_many(source, ((b"k", encode_tweet(t)) for t in chunk(spl.tweets(users), i)))
+        out.flush(30)
+
+    def check() -> None:
+        assert spl.published_events(bootstrap, sink) == spl.expected_events(users)
+        assert read_all(bootstrap, dead) == []
+
+    return Participant("spl-example", running(command), command, sink, feed, check)
+
+
+def await_published(jobs: dict[str, tuple[subprocess.Popen[str], list[str]]], seen: dict[str, int],
+                    pattern: str = PUBLISHED) -> None:  # fmt: skip
+    """Wait until every job logged a line matching ``pattern`` after its line ``seen[name]``."""
+    for name, (process, log) in jobs.items():
+        assert wait_logged(log, pattern, process=process, after=seen[name]), f"{name} ended"
 
 
 @pytest.mark.timeout(SLOW_TEST_TIMEOUT)
-def test_the_windows_job_survives_a_stalled_and_a_restarted_broker_and_a_refused_write(
+def test_every_job_survives_a_stalled_and_a_restarted_broker_and_refused_writes(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
-    """The temporal windows job (snapshot sums) through a 20 s broker pause, a broker restart
-    and denied writes to its output topic: the rows, read read_committed, equal a sweep's (none
-    missing, none twice)."""
-    from tests.integration.test_windows_job import snapshot_job, snapshot_sums
-
-    # 900 events, 15 batches: room for three faults
-    flags = ("--available-now", "--max-offsets-per-trigger", "60", "--kafka-step-timeout", "20s")
-    topics, lines, command = snapshot_job(broker.bootstrap, tmp_path, 89, *flags)
-    survive_stall_restart_and_refusal(broker, command, topics.output)
-    assert topics.letters(topics.late) == []
-    assert topics.rows() == snapshot_sums(lines)
+    """The three jobs and the SPL example run side by side on one broker, each with a backlog
+    (batches bounded). Once each published batch 2, the broker is paused (SIGSTOP) for 20 s; once
+    each published after that (new input arrives meanwhile), the broker is stopped and started
+    again 5 s later; once each published after that, writes to each one's output topic are denied
+    by an ACL. Each goes through the first two by itself and stops with one line naming the
+    refusal at the third; once writes are allowed again a restart from the checkpoint
+    (``--available-now``) takes it to the end. Everything each published, read
+    ``read_committed``, equals its independent model: none missing, none twice."""
+    participants = []
+    builders = (hashtags_participant, sensors_participant, windows_participant, spl_participant)
+    for build in builders:
+        folder = tmp_path / build.__name__
+        folder.mkdir()
+        participants.append(build(broker.bootstrap, folder))
+    for p in participants:
+        p.feed(0)
+    jobs = {p.name: start_job(p.running) for p in participants}
+    denied = [write_denied(p.refused) for p in participants]
+    try:
+        seen = dict.fromkeys(jobs, 0)
+        await_published(jobs, seen, r"batch 2: ")
+        for i, fault in enumerate((lambda: pause_broker(broker), lambda: restart_broker(broker))):
+            fault()
+            seen = {name: len(log) for name, (_, log) in jobs.items()}
+            for p in participants:
+                p.feed(i + 1)
+            await_published(jobs, seen)
+        for deny in denied:
+            change_acls(broker.bootstrap, create=deny)
+        for p in participants:
+            p.feed(3)
+        codes = {name: process.wait(300) for name, (process, _) in jobs.items()}
+    finally:
+        for process, _ in jobs.values():
+            kill_group(process)
+    for name, (_, log) in jobs.items():
+        told = "".join(line for line in log if not line.startswith("%"))  # not librdkafka's
+        assert codes[name] not in (0, None), f"{name}:\n{told[-4000:]}"
+        assert re.search(r"error: .*(?i:authoriz)", told), f"{name}:\n{told[-4000:]}"
+    for deny in denied:
+        change_acls(broker.bootstrap, delete=deny)
+    with ThreadPoolExecutor(len(participants)) as pool:
+        for done in [pool.submit(run_to_end, p.to_end) for p in participants]:
+            done.result()
+    for p in participants:
+        p.check()

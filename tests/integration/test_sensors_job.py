@@ -24,9 +24,9 @@ from confluent_kafka import Producer
 from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics
 from connectors.transactions import TransactionalBatchWriter
-from tests.support.jobs import crash_and_restart
+from tests.support.jobs import CrashCase
 from tests.support.kafka import read_all
-from tests.support.queries import SLOW_TEST_TIMEOUT, await_end
+from tests.support.queries import await_end
 from trending.errors import UserError
 from trending.jobs.sensors import SensorJobConfig, start_query
 
@@ -322,17 +322,18 @@ def job_command(job: Job, *extra: str, master: str = "local[2]") -> list[str]:
     ]  # fmt: skip
 
 
-@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
-def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
+def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
     """Five SIGKILLs of driver and JVM at seeded random points, each followed by a restart
     from the checkpoint: matches and popular readings, read read_committed, equal the seed
     model's as multisets (none missing, none twice)."""
-    job = Job(kafka_bootstrap, tmp_path)
+    job = Job(bootstrap, tmp_path)
     events = make_events(2_000, 800, seed=16)
     job.produce(events)
     command = job_command(job, "--size", "40", "--max-offsets-per-trigger", "100")
-    killed, stderr = crash_and_restart(command, seed=16)
-    assert killed == 5
-    assert re.search(r"sensors job stopped: \d+ micro-batches", stderr)
-    assert job.results() == oracle(events, 40, 3, False)
-    assert read_all(kafka_bootstrap, job.topics["late"]) == []
+
+    def check(log: str) -> None:
+        assert re.search(r"sensors job stopped: \d+ micro-batches", log)
+        assert job.results() == oracle(events, 40, 3, False)
+        assert read_all(bootstrap, job.topics["late"]) == []
+
+    return CrashCase("sensors", command, 16, check)

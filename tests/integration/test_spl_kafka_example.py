@@ -19,9 +19,8 @@ import pytest
 
 from connectors.avro import AvroCodec, encode_tweet
 from connectors.kafka import ensure_topics, producer
-from tests.support.jobs import crash_and_restart
+from tests.support.jobs import CrashCase
 from tests.support.kafka import read_all
-from tests.support.queries import SLOW_TEST_TIMEOUT
 from trending.windows.spl import parse_spec
 from trending.windows.spl.keyed import build_window, pure_inputs
 
@@ -147,23 +146,24 @@ def published_events(bootstrap: str, topic: str) -> dict[str, list[tuple[str, li
     return {user: [(kind, ids) for _, kind, ids in sorted(events)] for user, events in got.items()}
 
 
-@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
-def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
+def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
     """Five SIGKILLs at seeded random points, each followed by a restart from the checkpoint:
     every window event is published once (the example publishes exactly once)."""
     rng = random.Random(29)
     users = [f"u{rng.randrange(6)}" for _ in range(600)]
     suffix = uuid.uuid4().hex[:8]
     source, sink, dead = (f"{name}-{suffix}" for name in ("tweets", "windows", "dead"))
-    ensure_topics(kafka_bootstrap, [source], partitions=1)
-    out = producer(kafka_bootstrap)
+    ensure_topics(bootstrap, [source], partitions=1)
+    out = producer(bootstrap)
     out.produce_many(source, ((b"k", encode_tweet(t)) for t in tweets(users)))
     out.flush()
-    command = [sys.executable, str(EXAMPLE), "--bootstrap", kafka_bootstrap, "--topic", source]
+    command = [sys.executable, str(EXAMPLE), "--bootstrap", bootstrap, "--topic", source]
     command += ["--spec", json.dumps(SPEC), "--output-topic", sink, "--dead-letter-topic", dead]
     command += ["--checkpoint", str(tmp_path / "ckpt"), "--available-now"]
     command += ["--max-offsets-per-trigger", "20"]
-    killed, _ = crash_and_restart(command, seed=29)
-    assert killed == 5
-    assert published_events(kafka_bootstrap, sink) == expected_events(users)
-    assert read_all(kafka_bootstrap, dead) == []
+
+    def check(_log: str) -> None:
+        assert published_events(bootstrap, sink) == expected_events(users)
+        assert read_all(bootstrap, dead) == []
+
+    return CrashCase("spl-example", command, 29, check)

@@ -29,7 +29,7 @@ import pytest
 
 from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics
-from tests.support.jobs import crash_and_restart, kill_group, run_to_end, start_job, wait_logged
+from tests.support.jobs import CrashCase, kill_group, run_to_end, start_job, wait_logged
 from tests.support.kafka import read_all
 from tests.support.queries import SLOW_TEST_TIMEOUT, await_end
 from tests.support.spark_cluster import cluster_env
@@ -343,19 +343,20 @@ def snapshot_job(
     return topics, lines, command
 
 
-@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
-def test_five_crashes_at_random_points_change_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
+def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
     """Five SIGKILLs of driver and JVM at seeded random points, each followed by a restart
     from the checkpoint (taking over the dead owner's lease at once): the rows, read
     read_committed, equal the sweep's (none missing, none twice)."""
     flags = ("--available-now", "--max-offsets-per-trigger", "40")
-    topics, lines, command = snapshot_job(kafka_bootstrap, tmp_path, 47, *flags)
-    killed, stderr = crash_and_restart(command, seed=47)
-    assert killed == 5
-    assert re.search(r"windows job stopped: \d+ micro-batches", stderr)
-    assert re.search(r"its owner pid \d+ on host .* is gone: taking over", stderr)
-    assert topics.letters(topics.late) == []
-    assert topics.rows() == snapshot_sums(lines)
+    topics, lines, command = snapshot_job(bootstrap, tmp_path, 47, *flags)
+
+    def check(log: str) -> None:
+        assert re.search(r"windows job stopped: \d+ micro-batches", log)
+        assert re.search(r"its owner pid \d+ on host .* is gone: taking over", log)
+        assert topics.letters(topics.late) == []
+        assert topics.rows() == snapshot_sums(lines)
+
+    return CrashCase("windows", command, 47, check)
 
 
 @pytest.mark.timeout(SLOW_TEST_TIMEOUT)

@@ -10,6 +10,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from tests.support.spark_cluster import cluster_env
 
@@ -95,3 +97,16 @@ def crash_and_restart(command: list[str], seed: int, kills: int = 5) -> tuple[in
         finally:
             kill_group(process)
     return killed, run_to_end(command)
+
+
+@dataclass(frozen=True)
+class CrashCase:
+    """A job to crash five times (:func:`crash_and_restart` with ``seed``): its ``--available-now``
+    command, an optional ``reference`` command run to its end beside it, and ``check``, which
+    asserts on everything published once the last run (whose log it is given) ended."""
+
+    name: str
+    command: list[str]
+    seed: int
+    check: Callable[[str], None]
+    reference: list[str] | None = None
