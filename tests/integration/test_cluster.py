@@ -10,6 +10,7 @@ import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +81,15 @@ def test_hashtags_on_a_standalone_cluster_equal_local_and_survive_a_killed_drive
         return {"tweets": tweets_topic, **names}
 
     local, on_cluster = topics("local"), topics("cluster")
-    run_to_end(job_command(kafka_bootstrap, local, "local[2]", f"file://{tmp_path}/local"))
     command = job_command(kafka_bootstrap, on_cluster, cluster.master_url, f"file://{tmp_path}/c")
-    killed = kill_after(command, r"batch 3: \d+ revisions")
-    assert "batch 3:" in killed
-    restarted = run_to_end(command)
+    with ThreadPoolExecutor(1) as pool:  # the local run beside the cluster's: starts overlap
+        local_run = pool.submit(
+            run_to_end, job_command(kafka_bootstrap, local, "local[2]", f"file://{tmp_path}/local")
+        )
+        killed = kill_after(command, r"batch 3: \d+ revisions")
+        assert "batch 3:" in killed
+        restarted = run_to_end(command)
+        local_run.result()
     assert re.search(r"hashtags job stopped: \d+ micro-batches", restarted)
 
     expected = oracle_finals(tweets, watermark_after(tweets))
