@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,16 @@ def test_defaults_the_help_already_states_are_not_added_again() -> None:
     assert helps["--max-offsets-per-trigger"].endswith("0: no bound)")
     assert helps["--available-now"].endswith("then exit")
     assert helps["--size"] == "N: readings in the window (default: 100)"
+
+
+def test_a_default_from_a_configuration_file_shows_no_credentials(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "trending.toml"
+    config.write_text('[run.hashtags]\ncheckpoint = "s3a://AKIAKEY:s3cr3t@bucket/ckpt"\n')
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--config", str(config), "run", "hashtags", "--help"])
+    assert exit_info.value.code == 0
+    flat = "".join(capsys.readouterr().out.split())  # help wraps lines anywhere
+    assert "s3cr3t" not in flat and "AKIAKEY" not in flat
+    assert "(default:s3a://***@bucket/ckpt)" in flat
