@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import random
 import shutil
 import time
@@ -569,3 +570,63 @@ def test_hashtags_sharing_a_state_bucket_are_counted_apart(
     produce(kafka_bootstrap, job.topics["tweets"], tweets[3_000:])
     job.run(spark, max_offsets_per_trigger=700)  # a restart with the state in the store
     assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
+
+
+def test_the_candidates_of_a_batch_are_each_window_s_top_k_and_every_side_row(spark: Any) -> None:
+    """``top_candidates`` on window-count rows spread over several tasks, with many ties (the
+    tie order is by code point: U+FA0E before U+20000, which UTF-16 order would swap): per
+    window exactly the k rows a full sort gives, and every late or dead row."""
+    from pyspark.sql.types import StructType
+
+    from trending.spark.hashtag_state import top_candidates
+
+    rng = random.Random(5)
+    tags = ["a", "b", "ab", "\ufa0e", "\U00020000", "\U00020000a", "z", "é", "e\u0301"]
+    tags += [f"t{i}" for i in range(60)]
+    schema = StructType.fromJson(
+        json.loads(spark.sparkContext._jvm.trending.state.HashtagState.OUTPUT.json())
+    )
+    counted = [
+        (0, start, tag, rng.randrange(1, 6), None, None, None, None, None, None, None)
+        for start in (0, 60_000, 120_000)
+        for tag in rng.sample(tags, 50)
+    ]
+    # a window whose cut falls inside a tie: code point order drops U+20000, UTF-16 U+FA0E
+    counted += [
+        (0, 180_000, tag, 9, None, None, None, None, None, None, None)
+        for tag in ("\U00020000", "\ufa0e", "t1", "t2", "z")
+    ]
+    side = [(kind, None, None, None, 3, offset, b"k", b"v", "why", 7, None)
+            for kind, offset in ((1, 10), (1, 11), (2, 12))]  # fmt: skip
+    rows = counted + side
+    rng.shuffle(rows)
+    k = 4
+    frame = spark.createDataFrame(rows, schema)
+    # rows spread over tasks at random, and each window's rows all in one task
+    for batch in (frame.repartition(4), frame.repartition(2, "window_start")):
+        got = top_candidates(batch, k).collect()
+        check_candidates(got, counted, side, k)
+
+
+def check_candidates(got: list[Any], counted: list[Any], side: list[Any], k: int) -> None:
+    """Per window the k best of ``counted`` (count desc, tag asc), and every ``side`` row."""
+    from trending.spark.hashtag_state import SIDE_COLUMNS
+
+    by_window: dict[int, list[tuple[str, int]]] = {}
+    for r in got:
+        if r["kind"] == 0:
+            by_window.setdefault(r["window_start"], []).append((r["tag"], r["count"]))
+
+    def ranked(pairs: Any) -> list[tuple[str, int]]:
+        return sorted(pairs, key=lambda tc: (-tc[1], tc[0]))  # Python orders str by code point
+
+    expected = {
+        start: ranked((t, c) for _, s, t, c, *_ in counted if s == start)[:k]
+        for start in (0, 60_000, 120_000, 180_000)
+    }
+    assert {start: ranked(pairs) for start, pairs in by_window.items()} == expected
+    columns = [c for c in SIDE_COLUMNS if c != "headers"]
+    assert sorted(tuple(r[c] for c in columns) for r in got if r["kind"] != 0) == sorted(
+        (kind, partition, offset, key, value, reason, ts)
+        for kind, _, _, _, partition, offset, key, value, reason, ts, _ in side
+    )

@@ -8,8 +8,8 @@ One streaming plan per query, all of it in the JVM on the executors::
           pane counts per tag, window counts of changed tags       hashtag over the shuffle
                                                                    partitions)
     then per micro-batch, in ``foreachBatch``:
-      ─ row_number() over (window, count desc, tag asc) <= k     (executors: at most k rows per
-                                                                   window and task, then k)
+      ─ k best per window and task (count desc, tag asc), by a   (executors: a bounded heap,
+        bounded heap; then row_number() over the same <= k         then a sort of those few)
       ─ collect: <= k candidate rows per open window + late and dead records
 
 The driver sets the batch's parameters (:class:`BatchParams`: the watermark ``W`` and per window
@@ -84,7 +84,7 @@ def hashtag_records(
     """Decoded streaming Kafka records with their kind (see the module docstring).
 
     Columns: ``kind, event_ms, text, partition, offset, record_key, value, reason, record_ts,
-    headers`` (the last two, the record's Kafka timestamp in ms and its headers, on late and
+    headers`` (the record's key and value, its Kafka timestamp in ms and its headers on late and
     dead records only). Spark's
     watermark follows the event times of the on-time tweets, with delay = lateness. A tweet
     whose time is too far from the batch's clock (``skew``) is ``DEAD``.
@@ -104,8 +104,9 @@ def hashtag_records(
         F.col("record.created_at").alias("created_at"),
         "partition",
         "offset",
-        F.col("key").alias("record_key"),
-        "value",
+        # the record's own bytes only where they are published again: late and dead records
+        F.when(kind.isNotNull(), F.col("key")).alias("record_key"),
+        F.when(kind.isNotNull(), F.col("value")).alias("value"),
         "reason",
         F.when(kind.isNotNull(), F.unix_millis("timestamp")).alias("record_ts"),
         F.when(kind.isNotNull(), F.col("headers")).alias("headers"),
@@ -154,13 +155,16 @@ class HashtagState:
 def top_candidates(batch: DataFrame, k: int) -> DataFrame:
     """Per window the ``k`` best changed counts (count desc, tag asc), and every side row.
 
-    ``row_number() <= k`` lets Spark keep ``k`` rows per window in each task before the shuffle;
-    side rows are their own groups (partition, offset), so each is kept.
+    Each task first keeps its own ``k`` best per window with a bounded heap
+    (``trending.state.TopCandidates``), then ``row_number() <= k`` picks among those; side rows
+    are their own groups (partition, offset), so each is kept.
     """
+    jvm: Any = batch.sparkSession.sparkContext._jvm
+    narrowed = DataFrame(jvm.trending.state.TopCandidates.apply(batch._jdf, k), batch.sparkSession)
     group = Window.partitionBy("kind", "window_start", "partition", "offset").orderBy(
         F.col("count").desc(), F.col("tag").asc()
     )
-    return batch.withColumn("rank", F.row_number().over(group)).where(F.col("rank") <= k)
+    return narrowed.withColumn("rank", F.row_number().over(group)).where(F.col("rank") <= k)
 
 
 def candidate_rows(table: Any) -> tuple[list[tuple[int, str, int]], list[tuple[Any, ...]]]:

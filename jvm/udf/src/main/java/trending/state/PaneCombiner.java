@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Row;
@@ -65,16 +66,42 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
     this.geometry = geometry;
   }
 
-  /** Per (tag, pane): tweets holding the tag, tweets counted first under it, newest event. */
+  /**
+   * Per (tag, pane): tweets holding the tag, tweets counted first under it, newest event. It is
+   * its own map key: {@code hashCode} mixes the tag's and the pane's hashes with a finalizer,
+   * because tags made of similar syllables share the low bits of {@code String.hashCode}, which
+   * is all a {@link HashMap} table looks at.
+   */
   private static final class Tally {
+    final String tag;
+    final long pane;
+    final int hash;
     long n;
     long tweets;
     long maxEventMs = Long.MIN_VALUE;
+
+    Tally(String tag, long pane) {
+      this.tag = tag;
+      this.pane = pane;
+      long h = (tag == null ? 0 : tag.hashCode()) * 0x9E3779B97F4A7C15L + pane;
+      h = (h ^ (h >>> 33)) * 0xFF51AFD7ED558CCDL;
+      this.hash = (int) (h ^ (h >>> 33));
+    }
+
+    @Override
+    public int hashCode() {
+      return hash;
+    }
+
+    @Override
+    public boolean equals(Object other) {
+      return other instanceof Tally t && t.pane == pane && Objects.equals(t.tag, tag);
+    }
   }
 
   @Override
   public Iterator<Row> call(Iterator<Row> records) {
-    Map<String, Map<Long, Tally>> tallies = new HashMap<>();
+    Map<Tally, Tally> tallies = new HashMap<>();
     List<Row> out = new ArrayList<>();
     int noTag = -1 - Math.floorMod(partitionId(), SPREAD);
     while (records.hasNext()) {
@@ -94,23 +121,23 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
         tally(tallies, keys[i], pane, eventMs, i == 0);
       }
     }
-    for (Map.Entry<String, Map<Long, Tally>> tag : tallies.entrySet()) {
-      for (Map.Entry<Long, Tally> pane : tag.getValue().entrySet()) {
-        Tally t = pane.getValue();
-        String name = tag.getKey();
-        int key = name == null ? noTag : HashtagPaneProcessor.bucketOf(name);
-        out.add(
-            RowFactory.create(
-                key, HashtagPaneProcessor.COUNTED, name, pane.getKey(), t.n, t.tweets,
-                t.maxEventMs, null, null, null, null, null, null, null));
-      }
+    for (Tally t : tallies.keySet()) {
+      int key = t.tag == null ? noTag : HashtagPaneProcessor.bucketOf(t.tag);
+      out.add(
+          RowFactory.create(
+              key, HashtagPaneProcessor.COUNTED, t.tag, t.pane, t.n, t.tweets, t.maxEventMs,
+              null, null, null, null, null, null, null));
     }
     return out.iterator();
   }
 
   private static void tally(
-      Map<String, Map<Long, Tally>> tallies, String key, long pane, long eventMs, boolean first) {
-    Tally t = tallies.computeIfAbsent(key, k -> new HashMap<>(4)).computeIfAbsent(pane, p -> new Tally());
+      Map<Tally, Tally> tallies, String key, long pane, long eventMs, boolean first) {
+    Tally probe = new Tally(key, pane);
+    Tally t = tallies.putIfAbsent(probe, probe);
+    if (t == null) {
+      t = probe;
+    }
     t.n++;
     if (first) {
       t.tweets++;
