@@ -17,10 +17,10 @@ a restart from ``--checkpoint`` publish nothing twice and lose nothing, for read
 the topic holds and exits; otherwise it runs until SIGTERM or Ctrl-C stops it once the batch in
 progress has committed (exit code 0). ``--kafka-step-timeout`` (as in ``trending run``) bounds one
 step of a batch's Kafka transaction: a step stuck on a stalled or restarted broker is given up
-and the batch sent again, without a restart. When the query
-fails (e.g. an ACL denies writes to the output topic) the example prints one line,
-``spl-window-kafka: error: <why>``, and exits with code 2; nothing of the failed batch was
-published, and a restart from the same ``--checkpoint`` sends it again.
+and the batch sent again, without a restart. When the query fails (e.g. an ACL denies writes to
+the output topic) the example prints one line, ``spl-window-kafka: error: <why>``, and exits
+with code 2; nothing of the failed batch was published, and a restart from the same
+``--checkpoint`` sends it again.
 """
 
 from __future__ import annotations

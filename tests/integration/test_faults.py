@@ -1,13 +1,14 @@
-"""Faults under running jobs. Five SIGKILLs of the hashtags job at seeded random points, each
-followed by a restart from the checkpoint: the output equals a clean run's. On a broker of this
-module's own: every job side by side through a broker paused (SIGSTOP) for 20 s mid-stream, then
-stopped and started again, then refusing writes: each recovers from the first two without a
-restart of its own and stops with one clear line at the third; a restart ends the run. The
-hashtags job's output topic deleted then created again, then refusing writes: the batch is sent
-again once it can be (after the refusal, by a restart). In every case the output, read
-``read_committed``, equals an independent model: nothing lost, nothing twice (after a deletion:
-from the first window the recreated topic holds). Faults share runs: a job's start-up is most
-of a run."""
+"""Faults under running jobs. Five SIGKILLs of each job and of the SPL example at seeded random
+points, each followed by a restart from the checkpoint: the output equals an independent model
+(and, for hashtags, a clean run's). On a broker of this module's own: every job side by side
+through a broker paused (SIGSTOP) for 20 s mid-stream, then stopped and started again, then
+refusing writes: each recovers from the first two without a restart of its own and stops with
+one clear line at the third; a restart ends the run. The hashtags job's output topic deleted
+then created again, then refusing writes: the batch is sent again once it can be (after the
+refusal, by a restart). In every case the output, read ``read_committed``, holds nothing twice
+and misses nothing (after a deletion: from the first window the recreated topic holds). Jobs
+run side by side and faults share runs: a job's start-up is most of a run, and leaves a core
+idle much of the time."""
 
 from __future__ import annotations
 
