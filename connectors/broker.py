@@ -217,17 +217,17 @@ def tail(path: Path, lines: int = 30) -> str:
 
 
 class ClassArchive:
-    """A class-data-sharing archive of the broker's classes: the JVM starts about 2 s faster.
+    """A class-data-sharing archive of a JVM's classes (the broker's: it starts about 2 s faster).
 
     Without an archive the JVM dumps its loaded classes at exit to a private file, which
-    :meth:`keep` renames to ``build/jars/broker-<key>.jsa``; ``<key>`` hashes the Java binary
-    and the jars, so a stale archive is never used. The JVM ignores an archive it cannot map.
+    :meth:`keep` renames to ``<folder>/<name>-<key>.jsa``; ``<key>`` hashes the Java binary and
+    the jars, so a stale archive is never used. The JVM ignores an archive it cannot map.
     """
 
-    def __init__(self, java: str, jars: list[Path]) -> None:
+    def __init__(self, name: str, java: str, jars: list[Path], folder: Path) -> None:
         stamps = [java, *(f"{j.name}:{j.stat().st_size}:{j.stat().st_mtime_ns}" for j in jars)]
         key = hashlib.sha256("\n".join(stamps).encode()).hexdigest()[:12]
-        self.path = jars[0].parent.parent / f"broker-{key}.jsa"
+        self.path = folder / f"{name}-{key}.jsa"
         self._dump: Path | None = None
 
     def options(self) -> list[str]:
@@ -245,6 +245,12 @@ class ClassArchive:
                 os.replace(dump, self.path)
             else:
                 dump.unlink()
+
+    def discard(self) -> None:
+        """After a failed run: drop whatever it dumped."""
+        dump, self._dump = self._dump, None
+        if dump is not None:
+            dump.unlink(missing_ok=True)
 
 
 class LocalBroker:
@@ -313,7 +319,7 @@ class LocalBroker:
         config = self._write_config()
         base = self._java_command(java, jars)
         self._format(base, config)
-        self._archive = ClassArchive(java, jars)
+        self._archive = ClassArchive("broker", java, jars, jars[0].parent.parent)
         with self._jvm_out.open("ab") as out:
             self.process = subprocess.Popen(
                 [*base, *self._archive.options(), "kafka.Kafka", str(config)],

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support.oracles import spl_outputs
+from tests.support.queries import poll_until
 from trending.windows.spl import parse_spec
 from trending.windows.spl.keyed import build_window, pure_inputs
 
@@ -194,10 +194,11 @@ def test_restart_from_checkpoint_continues_identically(spark: Any, tmp_path: Pat
 
 def wait_for(sink: Sink, done: Callable[[list[Any]], bool], timeout: float = 30.0) -> None:
     """Poll the sink's rows until ``done``; fail, showing the rows, after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not done(list(sink.rows)):
-        assert time.monotonic() < deadline, f"not done after {timeout:.0f} s: {sink.rows}"
-        time.sleep(0.2)
+    poll_until(
+        lambda: done(list(sink.rows)),
+        timeout,
+        lambda: f"not done after {timeout:.0f} s: {sink.rows}",
+    )
 
 
 def test_processing_time_tumbling_window_closes_on_an_idle_stream(
@@ -334,10 +335,11 @@ def test_an_event_time_timer_pending_at_a_restart_fires_after_it(
 
 def wait_for_input(query: Any, rows: int, timeout: float = 60.0) -> None:
     """Wait until the query's batches read ``rows`` input rows; fail after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while sum(p["numInputRows"] for p in query.recentProgress) < rows:
-        assert time.monotonic() < deadline, f"fewer than {rows} rows read in {timeout:.0f} s"
-        time.sleep(0.1)
+    poll_until(
+        lambda: sum(p["numInputRows"] for p in query.recentProgress) >= rows,
+        timeout,
+        lambda: f"fewer than {rows} rows read in {timeout:.0f} s",
+    )
 
 
 def test_a_processing_time_timer_pending_at_a_restart_fires_after_it(

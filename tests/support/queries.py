@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 QUERY_TIMEOUT = 180.0
@@ -20,3 +22,11 @@ def await_end(query: Any, timeout: float = QUERY_TIMEOUT) -> None:
 # pytest-timeout's limit (seconds) for the few tests that start a job six times or a cluster;
 # every other test has the suite's default (``timeout`` in pyproject.toml).
 SLOW_TEST_TIMEOUT = 900
+
+
+def poll_until(done: Callable[[], bool], timeout: float, failure: Callable[[], str]) -> None:
+    """Poll ``done`` every 0.1 s until it holds; fail with ``failure()`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, failure()
+        time.sleep(0.1)

@@ -18,13 +18,12 @@ run unchanged.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
+from connectors.broker import ClassArchive
 from connectors.jvm import jars_root, java_executable
 
 WARM_UP = """
@@ -53,15 +52,12 @@ spark.stop()
 """
 
 
-def archive_path() -> Path:
-    """Where the archive of this Java and this pyspark is (or goes)."""
+def driver_archive() -> ClassArchive:
+    """The archive of this Java and this pyspark's jars (there or to be dumped)."""
     import pyspark
 
-    java = java_executable()
     jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
-    stamps = [java, *(f"{j.name}:{j.stat().st_size}" for j in jars)]
-    key = hashlib.sha256("\n".join(stamps).encode()).hexdigest()[:12]
-    return jars_root() / f"spark-driver-{key}.jsa"
+    return ClassArchive("spark-driver", java_executable(), jars, jars_root())
 
 
 def driver_options(archive: Path) -> str:
@@ -73,18 +69,17 @@ def driver_options(archive: Path) -> str:
 def ensure_archive(timeout: float = 240) -> Path | None:
     """The archive, dumped first by a warm-up driver if there is none (one process at a time;
     the others wait). None if the warm-up failed: the tests then run without it."""
-    path = archive_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with (path.parent / "spark-driver.lock").open("w") as lock:
+    archive = driver_archive()
+    archive.path.parent.mkdir(parents=True, exist_ok=True)
+    with (archive.path.parent / "spark-driver.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not path.exists():
-            _dump(path, timeout)
-    return path if path.exists() else None
+        if not archive.path.exists():
+            _dump(archive, timeout)
+    return archive.path if archive.path.exists() else None
 
 
-def _dump(path: Path, timeout: float) -> None:
-    dump = path.with_name(f"{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    options = f"-XX:ArchiveClassesAtExit={dump} -Xlog:cds=off -XX:TieredStopAtLevel=1"
+def _dump(archive: ClassArchive, timeout: float) -> None:
+    options = " ".join([*archive.options(), "-XX:TieredStopAtLevel=1"])
     env = {**os.environ, "SPARK_SUBMIT_OPTS": options, "PYSPARK_PYTHON": sys.executable}
     try:
         subprocess.run(
@@ -95,12 +90,9 @@ def _dump(path: Path, timeout: float) -> None:
             check=True,
         )
     except (subprocess.SubprocessError, OSError):
-        dump.unlink(missing_ok=True)
+        archive.discard()
         return
-    if dump.exists() and dump.stat().st_size > 0:
-        os.replace(dump, path)
-    else:
-        dump.unlink(missing_ok=True)
+    archive.keep()
 
 
 def use_archive() -> None:
