@@ -23,6 +23,19 @@ from connectors.kafka_settings import SchemaRegistryAccess
 
 CONFLUENT_HEADER_BYTES = 5
 
+# The source's Kafka consumer, tuned for reading a known offset range rather than tailing:
+# * bigger polls and fetches than the client's defaults (500 records a poll, 1 MiB a partition);
+# * a short fetch.max.wait.ms: a task whose range ends at the end of the log waited this long
+#   (default 500 ms) on a fetch that the broker holds until new data arrives, so every
+#   micro-batch that read to the end of a topic paid it once per wave of tasks (measured: the
+#   last of 10 batches took 2.4 s instead of 0.4 s on local[1]).
+# A user's --spark-kafka-option overrides each of them.
+FETCH_DEFAULTS = {
+    "kafka.max.poll.records": "10000",
+    "kafka.max.partition.fetch.bytes": str(8 * 2**20),
+    "kafka.fetch.max.wait.ms": "10",
+}
+
 
 def source_options(
     bootstrap: str,
@@ -42,6 +55,7 @@ def source_options(
         "startingOffsets": starting_offsets,
         "failOnDataLoss": "true",
         "includeHeaders": "true",  # dead letters carry the record's headers
+        **FETCH_DEFAULTS,
     }
     if max_offsets_per_trigger:
         options["maxOffsetsPerTrigger"] = str(max_offsets_per_trigger)

@@ -38,3 +38,17 @@ def test_the_command_line_refuses_a_negative_bound(
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", job, "--max-offsets-per-trigger", "-5"])
     assert "want a whole number >= 0, got '-5'" in capsys.readouterr().err
+
+
+def test_the_source_reads_in_big_fetches_without_waiting_at_the_end_of_the_log() -> None:
+    options = source_options("k:9092", "t")
+    assert int(options["kafka.max.poll.records"]) >= 10_000
+    assert int(options["kafka.max.partition.fetch.bytes"]) >= 8 * 2**20
+    assert int(options["kafka.fetch.max.wait.ms"]) <= 50  # the client's default is 500
+
+
+def test_a_user_s_consumer_setting_overrides_the_source_s_default() -> None:
+    extra = {"fetch.max.wait.ms": "500", "kafka.max.poll.records": "500"}
+    options = source_options("k:9092", "t", extra=extra)
+    assert options["kafka.fetch.max.wait.ms"] == "500"
+    assert options["kafka.max.poll.records"] == "500"
