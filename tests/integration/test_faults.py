@@ -77,7 +77,7 @@ def produce(bootstrap: str, topic: str, tweets: list[dict[str, Any]]) -> None:
 def job_command(bootstrap: str, tmp_path: Path, tag: str, per_batch: int = 400) -> list[str]:
     return [
         sys.executable, "-m", "trending.cli", "run", "hashtags", "--available-now",
-        "--warm-up-rows", "2000", "--master", "local[2]", "--bootstrap-servers", bootstrap,
+        "--warm-up-rows", "0", "--master", "local[2]", "--bootstrap-servers", bootstrap,
         "--size", f"{SIZE_MS}ms", "--hop", f"{HOP_MS}ms", "--lateness", f"{LATENESS_MS}ms",
         "--max-offsets-per-trigger", str(per_batch), "--partitions", "2",
         "--input-topic", f"tweets-{tag}", "--output-topic", f"trending-{tag}",

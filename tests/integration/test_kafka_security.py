@@ -80,7 +80,7 @@ def trending_command(bootstrap: str, *args: str) -> list[str]:
 def job_command(bootstrap: str, tmp_path: Path, tag: str) -> list[str]:
     return trending_command(
         bootstrap, "run", "hashtags", "--available-now", "--master", "local[2]",
-        "--warm-up-rows", "2000",
+        "--warm-up-rows", "0",
         "--size", f"{SIZE_MS}ms", "--hop", f"{HOP_MS}ms", "--lateness", f"{LATENESS_MS}ms",
         "--partitions", "2", "--shuffle-partitions", "2", "--metrics-port", "0",
         "--input-topic", f"tweets-{tag}", "--output-topic", f"trending-hashtags-{tag}",

@@ -51,10 +51,11 @@ def random_tweets(
 def hashtags_command(bootstrap: str, tag: str, checkpoint: Path, *extra: str) -> list[str]:
     """``trending run hashtags`` over topics ``tweets-``, ``trending-``, ``late-`` and
     ``dlq-<tag>``: 2m windows every 30s, no lateness (:func:`independent_finals` with
-    ``120_000, 30_000, 0``), one partition, a small warm-up; ``extra`` flags appended."""
+    ``120_000, 30_000, 0``), one partition, no warm-up (``extra`` may add one); ``extra`` flags
+    appended (a flag given twice: the last wins)."""
     return [
         sys.executable, "-m", "trending.cli", "run", "hashtags", "--master", "local[2]",
-        "--warm-up-rows", "2000", "--bootstrap-servers", bootstrap,
+        "--warm-up-rows", "0", "--bootstrap-servers", bootstrap,
         "--size", "120s", "--hop", "30s", "--lateness", "0s", "--partitions", "1",
         "--input-topic", f"tweets-{tag}", "--output-topic", f"trending-{tag}",
         "--late-topic", f"late-{tag}", "--dead-letter-topic", f"dlq-{tag}",
