@@ -179,9 +179,9 @@ class TemporalLogic:
             return start, end
         policy = self.query.violation
         if policy is ViolationPolicy.FAIL:
+            name = f"event {id!r}" if id is not None else "an event without an id"
             raise CtiViolation(
-                f"{describe(id, start)} starts at {format_time_ms(start)}, "
-                f"before the CTI {format_time_ms(cti)}"
+                f"{name} starts at {format_time_ms(start)}, before the CTI {format_time_ms(cti)}"
             )
         if policy is ViolationPolicy.DROP or end <= cti:
             self.dropped += 1

@@ -140,6 +140,11 @@ def test_alter_inside_a_window_spec() -> None:
             '{"start": 0, "end": 5, "id": "late", "value": 1}',
             "line 2: event 'late' starts at .* before the CTI",
         ),
+        (
+            '{"start": 0, "end": 5, "value": 1}',
+            r"^line 2: an event without an id starts at 1970-01-01T00:00:00\.000Z, before the CTI "
+            r"1970-01-01T00:00:00\.001Z$",
+        ),
         ('{"start": 9, "end": 10, "value": "x"}', "line 2: sum needs a numeric value"),
     ],
 )
