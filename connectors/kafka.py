@@ -132,11 +132,13 @@ def ensure_topics(
     """Create the missing ``topics``; return the names created.
 
     The replication factor is ``min(3, brokers)``. A topic another client created meanwhile
-    counts as existing. Waits until every topic has a leader for each partition.
+    counts as existing. Waits until every topic has a leader for each partition. A broker that
+    is briefly unreachable (restarting, say) is asked again until ``timeout`` has passed.
     """
     client = admin(bootstrap, extra)
+    deadline = time.monotonic() + timeout
     wanted = list(dict.fromkeys(topics))
-    metadata = client.list_topics(timeout=timeout)
+    metadata = cluster_metadata(client, bootstrap, deadline)
     missing = [t for t in wanted if t not in metadata.topics]
     replicas = min(3, max(1, len(metadata.brokers)))
     new = [NewTopic(t, partitions, replicas, config=dict(config or {})) for t in missing]
@@ -148,14 +150,37 @@ def ensure_topics(
         except KafkaException as error:
             if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise UserError(f"could not create topic {topic}: {error.args[0].str()}") from error
-    _wait_for_leaders(client, wanted, timeout)
+    _wait_for_leaders(client, bootstrap, wanted, deadline)
     return created
 
 
-def _wait_for_leaders(client: AdminClient, topics: list[str], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+# librdkafka's codes for a broker that did not answer (down, restarting, unreachable)
+UNREACHABLE = frozenset(
+    {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN}
+)
+
+
+def cluster_metadata(client: AdminClient, bootstrap: str, deadline: float) -> Any:
+    """The cluster's metadata, asked again while no broker answers, until ``deadline``
+    (``time.monotonic()``); then a :class:`UserError` naming ``bootstrap``."""
     while True:
-        metadata = client.list_topics(timeout=timeout)
+        try:
+            return client.list_topics(timeout=max(1.0, deadline - time.monotonic()))
+        except KafkaException as error:
+            reason = error.args[0]
+            if reason.code() not in UNREACHABLE:
+                raise UserError(f"Kafka at {bootstrap} refused metadata: {reason.str()}") from error
+            if time.monotonic() >= deadline:
+                raise UserError(f"no answer from Kafka at {bootstrap}: {reason.str()}") from error
+            log.warning("no answer from Kafka at %s (%s); asking again", bootstrap, reason.str())
+            time.sleep(0.5)
+
+
+def _wait_for_leaders(
+    client: AdminClient, bootstrap: str, topics: list[str], deadline: float
+) -> None:
+    while True:
+        metadata = cluster_metadata(client, bootstrap, deadline)
         pending = [
             t
             for t in topics
@@ -166,7 +191,7 @@ def _wait_for_leaders(client: AdminClient, topics: list[str], timeout: float) ->
         if not pending:
             return
         if time.monotonic() > deadline:
-            raise UserError(f"topics have no leader after {timeout:.0f} s: {', '.join(pending)}")
+            raise UserError(f"topics still have no leader: {', '.join(pending)}")
         time.sleep(0.1)
 
 
