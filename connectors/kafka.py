@@ -160,12 +160,15 @@ UNREACHABLE = frozenset(
 )
 
 
-def cluster_metadata(client: AdminClient, bootstrap: str, deadline: float) -> Any:
-    """The cluster's metadata, asked again while no broker answers, until ``deadline``
-    (``time.monotonic()``); then a :class:`UserError` naming ``bootstrap``."""
+def cluster_metadata(
+    client: AdminClient, bootstrap: str, deadline: float, topic: str | None = None
+) -> Any:
+    """The cluster's metadata (of all topics, or only ``topic``), asked again while no broker
+    answers, until ``deadline`` (``time.monotonic()``); then a :class:`UserError` naming
+    ``bootstrap``."""
     while True:
         try:
-            return client.list_topics(timeout=max(1.0, deadline - time.monotonic()))
+            return client.list_topics(topic, timeout=max(1.0, deadline - time.monotonic()))
         except KafkaException as error:
             reason = error.args[0]
             if reason.code() not in UNREACHABLE:
@@ -216,7 +219,8 @@ def topic_max_message_bytes(
 
 def partition_count(bootstrap: str, topic: str, extra: Mapping[str, str] | None = None) -> int:
     """The number of partitions of ``topic`` (0 when it does not exist)."""
-    topics = admin(bootstrap, extra).list_topics(topic, timeout=10).topics
+    client, deadline = admin(bootstrap, extra), time.monotonic() + 10
+    topics = cluster_metadata(client, bootstrap, deadline, topic).topics
     found = topics.get(topic)
     return 0 if found is None or found.error is not None else len(found.partitions)
 

@@ -18,9 +18,11 @@ class Answers:
     def __init__(self, *errors: int) -> None:
         self.errors = list(errors)
         self.asked = 0
+        self.topic: str | None = "never asked"
 
-    def list_topics(self, timeout: float) -> Any:
+    def list_topics(self, topic: str | None, timeout: float) -> Any:
         self.asked += 1
+        self.topic = topic
         assert timeout >= 1.0
         if self.errors:
             raise KafkaException(KafkaError(self.errors.pop(0)))
@@ -30,7 +32,13 @@ class Answers:
 def test_a_broker_unreachable_for_a_while_is_asked_again() -> None:
     client = Answers(KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN)
     found = cluster_metadata(client, "k:9092", time.monotonic() + 30)  # type: ignore[arg-type]
-    assert (found, client.asked) == ("metadata", 4)
+    assert (found, client.asked, client.topic) == ("metadata", 4, None)
+
+
+def test_the_metadata_of_one_topic_is_asked_of_that_topic_only() -> None:
+    client = Answers(KafkaError._TRANSPORT)
+    cluster_metadata(client, "k:9092", time.monotonic() + 30, "tweets")  # type: ignore[arg-type]
+    assert (client.asked, client.topic) == (2, "tweets")
 
 
 def test_a_failure_other_than_no_answer_is_not_asked_again() -> None:
