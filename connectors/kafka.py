@@ -165,17 +165,20 @@ def cluster_metadata(
 ) -> Any:
     """The cluster's metadata (of all topics, or only ``topic``), asked again while no broker
     answers, until ``deadline`` (``time.monotonic()``); then a :class:`UserError` naming
-    ``bootstrap``."""
+    ``bootstrap``. Logs one warning on the first failure, not one per try."""
+    warned = False
     while True:
         try:
             return client.list_topics(topic, timeout=max(1.0, deadline - time.monotonic()))
         except KafkaException as error:
-            reason = error.args[0]
-            if reason.code() not in UNREACHABLE:
-                raise UserError(f"Kafka at {bootstrap} refused metadata: {reason.str()}") from error
+            code, reason = error.args[0].code(), error.args[0].str()
+            if code not in UNREACHABLE:
+                raise UserError(f"Kafka at {bootstrap} refused metadata: {reason}") from error
             if time.monotonic() >= deadline:
-                raise UserError(f"no answer from Kafka at {bootstrap}: {reason.str()}") from error
-            log.warning("no answer from Kafka at %s (%s); asking again", bootstrap, reason.str())
+                raise UserError(f"no answer from Kafka at {bootstrap}: {reason}") from error
+            if not warned:
+                log.warning("no answer from Kafka at %s (%s); asking again", bootstrap, reason)
+                warned = True
             time.sleep(0.5)
 
 

@@ -53,3 +53,12 @@ def test_past_the_deadline_it_stops_with_the_broker_address() -> None:
     with pytest.raises(UserError, match=r"^no answer from Kafka at k:9092: .*"):
         cluster_metadata(client, "k:9092", time.monotonic() + 0.7)  # type: ignore[arg-type]
     assert 2 <= client.asked <= 3
+
+
+def test_a_long_outage_logs_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    client = Answers(*[KafkaError._TRANSPORT] * 3)
+    cluster_metadata(client, "k:9092", time.monotonic() + 30)  # type: ignore[arg-type]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert client.asked == 4
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("no answer from Kafka at k:9092 (")
