@@ -112,14 +112,6 @@ def admin(bootstrap: str, extra: Mapping[str, str] | None = None) -> AdminClient
     return _build(AdminClient, client_config(bootstrap, extra))
 
 
-def broker_count(client: AdminClient, timeout: float = 10.0) -> int:
-    """How many brokers the cluster has; a :class:`UserError` when it does not answer."""
-    try:
-        return len(client.list_topics(timeout=timeout).brokers)
-    except KafkaException as error:
-        raise UserError(f"no answer from Kafka: {error.args[0]}") from error
-
-
 def ensure_topics(
     bootstrap: str,
     topics: Iterable[str],

@@ -179,7 +179,7 @@ class TemporalLogic:
             return start, end
         policy = self.query.violation
         if policy is ViolationPolicy.FAIL:
-            name = f"event {id!r}" if id is not None else "an event without an id"
+            name = describe(id, start) if id is not None else "an event without an id"
             raise CtiViolation(
                 f"{name} starts at {format_time_ms(start)}, before the CTI {format_time_ms(cti)}"
             )
