@@ -62,6 +62,8 @@ class OutRecord:
 RETRY_TIMEOUT_S = 300.0  # how long a batch is sent again after transient Kafka errors
 RETRY_FIRST_PAUSE_S, RETRY_MAX_PAUSE_S = 1.0, 30.0
 TXN_STEP_TIMEOUT_S = 60.0  # each of flush, send offsets, commit, abort
+CONNECTION_LOST = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN})
+HUNG_CALL_MARGIN_S = 5.0  # past its own timeout, a call hangs (TransactionalBatchWriter._bounded)
 RECORD_OVERHEAD = 128  # a record's bytes beyond key and value in its batch, with a margin
 
 
@@ -144,20 +146,42 @@ class TransactionalBatchWriter:
 
     def _new_producer(self) -> Producer:
         """A producer under this transactional id, initialised: the broker aborts any open
-        transaction of an earlier producer under the id and fences it for good."""
-        producer = Producer(self._config)
+        transaction of an earlier producer under the id and fences it for good. From then on
+        ``_connection_lost`` tells whether it lost a broker connection."""
+        lost = threading.Event()
+
+        def on_error(error: KafkaError) -> None:
+            if error.code() in CONNECTION_LOST:
+                lost.set()
+
+        producer = Producer({**self._config, "error_cb": on_error})
         _retrying(lambda: producer.init_transactions(self.step_timeout_s), self.retry_timeout_s)
+        lost.clear()  # callbacks run only inside the producer's calls: none is pending now
+        self._connection_lost = lost
         return producer
+
+    def _renew_if_disconnected(self) -> None:
+        """Replace the producer if it lost a broker connection since its last batch. After a
+        broker restart librdkafka can keep a stale coordinator and hang the next transaction's
+        coordinator requests past their timeout (librdkafka issues 5456, 5511); a new producer
+        looks the coordinators up afresh."""
+        self._producer.poll(0)  # serves error_cb
+        if self._connection_lost.is_set():
+            log.warning("%s: the producer lost a broker connection; using a new one",
+                     self.transactional_id)  # fmt: skip
+            self._renew_producer()
 
     def _renew_producer(self) -> None:
         """Replace the producer after a transient failure: librdkafka can stay stuck on a
-        coordinator that went away (a restarted broker), where a new client is not."""
+        coordinator that went away (a restarted broker), where a new client is not. The old
+        producer is closed in the background, not waited for: after a stalled broker its close
+        can block for as long as a step may take, and the new producer fences it anyway."""
         old = self._producer
-        if old not in self._abandoned:
-            with contextlib.suppress(KafkaException):
-                old.purge()
-                self._bounded("close", old, old.close, self.step_timeout_s)
+        if old not in self._abandoned:  # else a call on it never returned: left alone
+            self._abandoned.append(old)
+            threading.Thread(target=_discard, args=(old,), name="kafka-close", daemon=True).start()
         self._producer = self._new_producer()
+        self._abandoned.remove(old)  # no longer this writer's: nothing refers to it here
 
     def limit_of(self, topic: str) -> int:
         """The largest record ``topic`` accepts from this producer: read once per topic; while
@@ -190,6 +214,7 @@ class TransactionalBatchWriter:
         deadline, pause = time.monotonic() + self.retry_timeout_s, RETRY_FIRST_PAUSE_S
         while True:
             try:
+                self._renew_if_disconnected()
                 self._transact(batch_id, batch, state)
                 break
             except KafkaException as error:
@@ -310,7 +335,7 @@ class TransactionalBatchWriter:
                 done.set()
 
         threading.Thread(target=run, name=f"kafka-{what}", daemon=True).start()
-        if not done.wait(timeout + 10):
+        if not done.wait(timeout + HUNG_CALL_MARGIN_S):
             self._abandoned.append(producer)
             log.warning(
                 "%s: %s never returned; its producer is abandoned", self.transactional_id, what
@@ -389,6 +414,13 @@ class TransactionalBatchWriter:
         finally:
             reader.close()
         return _state_record(message, self.transactional_id, batch_id)
+
+
+def _discard(producer: Producer) -> None:
+    """Drop what ``producer`` still holds and release it; errors only mean it is gone already."""
+    with contextlib.suppress(KafkaException):
+        producer.purge()
+        producer.close()
 
 
 def _retrying(call: Callable[[], T], timeout: float = 90.0) -> T:

@@ -3,15 +3,19 @@ producers do on the same topic."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
+from connectors import transactions
 from connectors.kafka import ensure_topics
 from connectors.transactions import OutRecord, TransactionalBatchWriter
+from tests.support.kafka import read_all
 
 pytestmark = pytest.mark.integration
 
@@ -76,3 +80,64 @@ def test_an_aborted_batch_is_not_the_last_committed(
         assert (restarted.committed.batch_id, restarted.committed.state) == (0, {"seen": 0})
     finally:
         restarted.close()
+
+
+def test_a_transient_failure_goes_on_with_a_new_producer_while_the_old_one_closes(
+    kafka_bootstrap: str, names: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a stalled broker the old producer's close can block for minutes: the batch is sent
+    again by a new producer without waiting for it, and published once."""
+    commits, out, job = names
+    writer = TransactionalBatchWriter(kafka_bootstrap, job, commits_topic=commits)
+    release, closing = threading.Event(), threading.Event()
+    discard = transactions._discard
+
+    def blocked_close(producer: Producer) -> None:
+        closing.set()
+        release.wait(120)
+        discard(producer)
+
+    original, calls = TransactionalBatchWriter._transact, []
+
+    def fails_once(self: TransactionalBatchWriter, *args: Any) -> None:
+        calls.append(self._producer)
+        if len(calls) == 1:
+            raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "1 records undelivered"))
+        original(self, *args)
+
+    monkeypatch.setattr(transactions, "_discard", blocked_close)
+    monkeypatch.setattr(TransactionalBatchWriter, "_transact", fails_once)
+    try:
+        assert writer.write_batch(0, [OutRecord(out, b"k", b"0")], {"seen": 0}) == 1
+        assert closing.is_set() and not release.is_set()  # the old one was still closing
+        assert len(calls) == 2 and calls[0] is not calls[1]
+    finally:
+        release.set()
+        writer.close()
+    assert [(r.key, r.value) for r in read_all(kafka_bootstrap, out)] == [(b"k", b"0")]
+
+
+def test_a_producer_that_lost_its_broker_is_replaced_before_the_next_batch(
+    kafka_bootstrap: str, names: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection loss reported by librdkafka (a broker restarted between two batches) puts
+    the next batch on a new producer; both batches are published once."""
+    commits, out, job = names
+    writer = TransactionalBatchWriter(kafka_bootstrap, job, commits_topic=commits)
+    original, used = TransactionalBatchWriter._transact, []
+
+    def noting(self: TransactionalBatchWriter, *args: Any) -> None:
+        used.append(self._producer)
+        original(self, *args)
+
+    monkeypatch.setattr(TransactionalBatchWriter, "_transact", noting)
+    try:
+        writer.write_batch(0, [OutRecord(out, b"k", b"0")], {"seen": 0})
+        writer.write_batch(1, [OutRecord(out, b"k", b"1")], {"seen": 1})
+        assert used[0] is used[1]  # no loss reported: the same producer
+        writer._connection_lost.set()  # as its error callback does on _TRANSPORT
+        writer.write_batch(2, [OutRecord(out, b"k", b"2")], {"seen": 2})
+        assert used[2] is not used[1]
+    finally:
+        writer.close()
+    assert [r.value for r in read_all(kafka_bootstrap, out)] == [b"0", b"1", b"2"]
