@@ -323,7 +323,7 @@ def job_command(job: Job, *extra: str, master: str = "local[2]") -> list[str]:
 
 
 def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
-    """Five SIGKILLs of driver and JVM at seeded random points, each followed by a restart
+    """Three SIGKILLs of driver and JVM at seeded random points, each followed by a restart
     from the checkpoint: matches and popular readings, read read_committed, equal the seed
     model's as multisets (none missing, none twice)."""
     job = Job(bootstrap, tmp_path)

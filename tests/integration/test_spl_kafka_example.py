@@ -147,7 +147,7 @@ def published_events(bootstrap: str, topic: str) -> dict[str, list[tuple[str, li
 
 
 def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
-    """Five SIGKILLs at seeded random points, each followed by a restart from the checkpoint:
+    """Three SIGKILLs at seeded random points, each followed by a restart from the checkpoint:
     every window event is published once (the example publishes exactly once)."""
     rng = random.Random(29)
     users = [f"u{rng.randrange(6)}" for _ in range(600)]

@@ -1,6 +1,6 @@
 """`trending run windows SPEC` through a real broker and Spark: the seed's HoppingWindow2 table
 via `produce events --from-jsonl` and `consume`, a snapshot sum per key against a brute-force
-sweep written here (for several batch splits), late and bad events routed, and five
+sweep written here (for several batch splits), late and bad events routed, and three
 SIGKILLs at seeded random points, each followed by a restart from the checkpoint.
 
 Oracle of a snapshot window: per key, every event's final lifetime ``[s, e)`` (an edge: its
@@ -344,7 +344,7 @@ def snapshot_job(
 
 
 def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
-    """Five SIGKILLs of driver and JVM at seeded random points, each followed by a restart
+    """Three SIGKILLs of driver and JVM at seeded random points, each followed by a restart
     from the checkpoint (taking over the dead owner's lease at once): the rows, read
     read_committed, equal the sweep's (none missing, none twice)."""
     flags = ("--available-now", "--max-offsets-per-trigger", "40")

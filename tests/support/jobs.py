@@ -79,7 +79,7 @@ def kill_after(command: list[str], logged: str) -> str:
     return "".join(lines)
 
 
-def crash_and_restart(command: list[str], seed: int, kills: int = 5) -> tuple[int, str]:
+def crash_and_restart(command: list[str], seed: int, kills: int = 3) -> tuple[int, str]:
     """Run an ``--available-now`` job to its end through ``kills`` SIGKILLs at seeded random
     points (each run is killed a random 0-4 s after it logged its first batch, Python driver and
     JVM at once), each followed by a restart from the checkpoint. Returns how many runs were
@@ -101,7 +101,7 @@ def crash_and_restart(command: list[str], seed: int, kills: int = 5) -> tuple[in
 
 @dataclass(frozen=True)
 class CrashCase:
-    """A job to crash five times (:func:`crash_and_restart` with ``seed``): its ``--available-now``
+    """A job to crash three times (:func:`crash_and_restart` with ``seed``): its ``--available-now``
     command, an optional ``reference`` command run to its end beside it, and ``check``, which
     asserts on everything published once the last run (whose log it is given) ended."""
 
