@@ -167,8 +167,7 @@ class TransactionalBatchWriter:
         looks the coordinators up afresh."""
         self._producer.poll(0)  # serves error_cb
         if self._connection_lost.is_set():
-            log.warning("%s: the producer lost a broker connection; using a new one",
-                     self.transactional_id)  # fmt: skip
+            log.warning("%s: lost a broker connection; using a new producer", self.transactional_id)
             self._renew_producer()
 
     def _renew_producer(self) -> None:

@@ -85,8 +85,8 @@ def test_an_aborted_batch_is_not_the_last_committed(
 def test_a_transient_failure_goes_on_with_a_new_producer_while_the_old_one_closes(
     kafka_bootstrap: str, names: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After a stalled broker the old producer's close can block for minutes: the batch is sent
-    again by a new producer without waiting for it, and published once."""
+    """After a stalled broker the old producer's close can block as long as a step may take:
+    the batch is sent again by a new producer without waiting for it, and published once."""
     commits, out, job = names
     writer = TransactionalBatchWriter(kafka_bootstrap, job, commits_topic=commits)
     release, closing = threading.Event(), threading.Event()
@@ -120,8 +120,8 @@ def test_a_transient_failure_goes_on_with_a_new_producer_while_the_old_one_close
 def test_a_producer_that_lost_its_broker_is_replaced_before_the_next_batch(
     kafka_bootstrap: str, names: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A connection loss reported by librdkafka (a broker restarted between two batches) puts
-    the next batch on a new producer; both batches are published once."""
+    """A connection loss the producer's error callback noted (a broker restarted between two
+    batches) puts the next batch on a new producer; every batch is published once."""
     commits, out, job = names
     writer = TransactionalBatchWriter(kafka_bootstrap, job, commits_topic=commits)
     original, used = TransactionalBatchWriter._transact, []
