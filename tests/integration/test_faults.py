@@ -51,6 +51,10 @@ SIZE_MS, HOP_MS, LATENESS_MS = 120_000, 30_000, 30_000
 BATCH_DONE = r"batch \d+: \d+ revisions"  # a batch published (not a retry's line)
 PUBLISHED = r"batch \d+: \d+ "  # a batch of any job published (not "skipped" or "failed")
 Fault = Callable[[str], None]
+# A step of a batch's transaction that has not returned by then is given up and the batch sent
+# again with a new producer. Shorter than in production (60 s), so that a fault's recovery takes
+# less of the suite's time: after a stalled broker a commit can wait on it for the whole step.
+STEP_TIMEOUT = ("--kafka-step-timeout", "10s")
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +87,7 @@ def job_command(bootstrap: str, tmp_path: Path, tag: str, per_batch: int = 400) 
         "--input-topic", f"tweets-{tag}", "--output-topic", f"trending-{tag}",
         "--late-topic", f"late-{tag}", "--dead-letter-topic", f"dlq-{tag}",
         "--checkpoint", str(tmp_path / "checkpoint"), "--metrics-port", "0",
-        # a Kafka call stuck on a coordinator that went away is given up sooner than in
-        # production (60 s), so a fault's recovery takes less of the suite's time
-        "--kafka-step-timeout", "20s",
+        *STEP_TIMEOUT,
     ]  # fmt: skip
 
 
@@ -317,7 +319,7 @@ def sensors_participant(bootstrap: str, tmp_path: Path) -> Participant:
 
     job = Job(bootstrap, tmp_path)
     events = make_events(1_000, 400, seed=83)
-    flags = ("--size", "40", "--max-offsets-per-trigger", "90", "--kafka-step-timeout", "20s")
+    flags = ("--size", "40", "--max-offsets-per-trigger", "90", *STEP_TIMEOUT)
     command = sensors_command(job, *flags)
 
     def check() -> None:
@@ -342,7 +344,7 @@ def windows_participant(bootstrap: str, tmp_path: Path) -> Participant:
         sys.executable, "-m", "trending.cli", "run", "windows", str(spec), "--available-now",
         "--checkpoint", f"file://{tmp_path}/windows-checkpoint",
         "--lateness", f"{WINDOWS_LATENESS_MS}ms", "--max-offsets-per-trigger", "60",
-        "--kafka-step-timeout", "20s", *topics.flags(),
+        *STEP_TIMEOUT, *topics.flags(),
     ]  # fmt: skip
 
     def feed(i: int) -> None:
@@ -369,7 +371,7 @@ def spl_participant(bootstrap: str, tmp_path: Path) -> Participant:
         sys.executable, str(spl.EXAMPLE), "--bootstrap", bootstrap, "--topic", source,
         "--spec", json.dumps(spl.SPEC), "--output-topic", sink, "--dead-letter-topic", dead,
         "--checkpoint", str(tmp_path / "checkpoint"), "--available-now",
-        "--max-offsets-per-trigger", "20", "--kafka-step-timeout", "20s",
+        "--max-offsets-per-trigger", "20", *STEP_TIMEOUT,
     ]  # fmt: skip
 
     def feed(i: int) -> None:
