@@ -82,6 +82,21 @@ def test_an_aborted_batch_is_not_the_last_committed(
         restarted.close()
 
 
+def producers_used(monkeypatch: pytest.MonkeyPatch, fail_first: bool = False) -> list[Producer]:
+    """The producer of each transaction the writer tries, in order; with ``fail_first`` the
+    first try fails as a flush that timed out would (a transient error)."""
+    original, used = TransactionalBatchWriter._transact, []
+
+    def noting(self: TransactionalBatchWriter, *args: Any) -> None:
+        used.append(self._producer)
+        if fail_first and len(used) == 1:
+            raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "1 records undelivered"))
+        original(self, *args)
+
+    monkeypatch.setattr(TransactionalBatchWriter, "_transact", noting)
+    return used
+
+
 def test_a_transient_failure_goes_on_with_a_new_producer_while_the_old_one_closes(
     kafka_bootstrap: str, names: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -97,16 +112,8 @@ def test_a_transient_failure_goes_on_with_a_new_producer_while_the_old_one_close
         release.wait(120)
         discard(producer)
 
-    original, calls = TransactionalBatchWriter._transact, []
-
-    def fails_once(self: TransactionalBatchWriter, *args: Any) -> None:
-        calls.append(self._producer)
-        if len(calls) == 1:
-            raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "1 records undelivered"))
-        original(self, *args)
-
     monkeypatch.setattr(transactions, "_discard", blocked_close)
-    monkeypatch.setattr(TransactionalBatchWriter, "_transact", fails_once)
+    calls = producers_used(monkeypatch, fail_first=True)
     try:
         assert writer.write_batch(0, [OutRecord(out, b"k", b"0")], {"seen": 0}) == 1
         assert closing.is_set() and not release.is_set()  # the old one was still closing
@@ -124,13 +131,7 @@ def test_a_producer_that_lost_its_broker_is_replaced_before_the_next_batch(
     batches) puts the next batch on a new producer; every batch is published once."""
     commits, out, job = names
     writer = TransactionalBatchWriter(kafka_bootstrap, job, commits_topic=commits)
-    original, used = TransactionalBatchWriter._transact, []
-
-    def noting(self: TransactionalBatchWriter, *args: Any) -> None:
-        used.append(self._producer)
-        original(self, *args)
-
-    monkeypatch.setattr(TransactionalBatchWriter, "_transact", noting)
+    used = producers_used(monkeypatch)
     try:
         writer.write_batch(0, [OutRecord(out, b"k", b"0")], {"seen": 0})
         writer.write_batch(1, [OutRecord(out, b"k", b"1")], {"seen": 1})
