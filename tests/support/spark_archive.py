@@ -9,7 +9,11 @@ driver (in-process sessions and the jobs the tests run) start about twice as fas
   driver that runs a stateful streaming query (``-XX:ArchiveClassesAtExit``). The archive is
   ``build/jars/spark-driver-<key>.jsa``; ``<key>`` hashes the Java binary and pyspark's jars, so
   a stale one is never used, and the JVM ignores one it cannot map (``-Xshare:auto``).
-* ``-XX:TieredStopAtLevel=1``: only the quick client compiler, which suits short runs.
+* ``-XX:TieredStopAtLevel=1``: only the quick client compiler, which suits short runs. With
+  the client compiler alone the JVM reserves 48 MB for compiled code, which Spark's generated
+  classes fill within a minute of a test module's session ("CodeCache is full. Compiler has been
+  disabled."), and everything after runs interpreted: ``-XX:ReservedCodeCacheSize`` gives it
+  the 240 MB that both tiers get by default (:data:`CODE_CACHE`).
 
 Both go in ``SPARK_SUBMIT_OPTS``, which spark-submit gives the driver JVM; the jobs themselves
 run unchanged.
@@ -25,6 +29,9 @@ from pathlib import Path
 
 from connectors.broker import ClassArchive
 from connectors.jvm import jars_root, java_executable
+
+CODE_CACHE = "-XX:ReservedCodeCacheSize=240m"
+CLIENT_COMPILER = f"-XX:TieredStopAtLevel=1 {CODE_CACHE}"
 
 WARM_UP = """
 import tempfile
@@ -63,7 +70,7 @@ def driver_archive() -> ClassArchive:
 def driver_options(archive: Path) -> str:
     """The JVM options that use ``archive`` (silently ignored when it cannot be mapped)."""
     quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"
-    return f"-XX:SharedArchiveFile={archive} -Xshare:auto {quiet} -XX:TieredStopAtLevel=1"
+    return f"-XX:SharedArchiveFile={archive} -Xshare:auto {quiet} {CLIENT_COMPILER}"
 
 
 def ensure_archive(timeout: float = 240) -> Path | None:
@@ -79,7 +86,7 @@ def ensure_archive(timeout: float = 240) -> Path | None:
 
 
 def _dump(archive: ClassArchive, timeout: float) -> None:
-    options = " ".join([*archive.options(), "-XX:TieredStopAtLevel=1"])
+    options = " ".join([*archive.options(), CLIENT_COMPILER])
     env = {**os.environ, "SPARK_SUBMIT_OPTS": options, "PYSPARK_PYTHON": sys.executable}
     try:
         subprocess.run(
