@@ -133,8 +133,9 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
         type=_count,
         default=DEFAULT_WARM_UP_ROWS,
         metavar="N",
-        help="synthetic tweets run through the decoder and the hashtag function before the "
-        "query starts, so the first batch does not pay for JIT compilation; 0: none",
+        help="synthetic tweets run through the decoder, the hashtag function, the state store "
+        "and the top-k candidates before the query starts (nothing is kept), so the first "
+        "batch does not pay for JIT compilation; 0: none",
     )
     topics = parser.add_argument_group("topics")
     topics.add_argument("--input-topic", default="tweets")

@@ -137,9 +137,11 @@ class HashtagState:
         """Window-count rows and passed-through late/dead rows of streaming ``records``."""
         return DataFrame(self._java.apply(records._jdf), records.sparkSession)
 
-    def warm(self, records: DataFrame) -> None:
-        """Run the map-side half on batch ``records`` into a no-op sink (JIT before batch 0)."""
-        self._java.warm(records._jdf)
+    def warm(self, records: DataFrame, k: int) -> None:
+        """Run the whole per-batch plan (counting, state store, :func:`top_candidates`) on batch
+        ``records`` into a no-op sink, with a state store dropped after it (JIT before batch 0)."""
+        counts = DataFrame(self._java.batchCounts(records._jdf), records.sparkSession)
+        top_candidates(counts, k).write.format("noop").mode("overwrite").save()
 
     def prepare(self, batch: DataFrame, params: BatchParams) -> None:
         """Set ``params`` for the tasks of the next job run on ``batch``; clear the figures."""
@@ -189,12 +191,14 @@ def warm_up(
     config: Any,
     kafka_options: Mapping[str, str] | None = None,
 ) -> None:
-    """Run the map-side half on synthetic tweets made in the JVM, and on a slice of the input
-    topic, before the query starts (``config``: ``windows``, ``lateness_ms``, ``warm_up_rows``).
+    """Run the per-batch plan on synthetic tweets made in the JVM, and on a slice of the input
+    topic, before the query starts (``config``: ``windows``, ``lateness_ms``, ``k``,
+    ``warm_up_rows``).
 
     The first job of a JVM pays for class loading, code generation and JIT compilation of the
-    Kafka reader, the decoder and the hashtag function; paying it at start-up keeps it out of
-    the first batch. Nothing is written.
+    Kafka reader, the decoder, the hashtag function, the state store and the candidate
+    selection; paying it at start-up keeps it out of the first batch. Nothing is written: the
+    warm-up's state store belongs to its own batch query and is dropped with it.
     """
     rows = config.warm_up_rows
     # the synthetic tweets are bare Avro: their warm-up asks no registry
@@ -216,7 +220,7 @@ def warm_up(
             config.lateness_ms,
             config.clock_skew,
         )
-        state.warm(records)
+        state.warm(records, config.k)
 
 
 _STREAM_ONLY = {"maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"}

@@ -67,6 +67,7 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
   private final LongAccumulator tweets;
   private final MaxAccumulator maxEventMs;
   private transient ValueState<byte[]> buckets;
+  private transient boolean timers; // false in a batch query (the warm-up): no event time there
 
   public HashtagPaneProcessor(
       SlidingGeometry geometry, String job, LongAccumulator tweets, MaxAccumulator maxEventMs) {
@@ -84,6 +85,7 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
   @Override
   public void init(OutputMode outputMode, TimeMode timeMode) {
     buckets = getHandle().getValueState("tags", Encoders.BINARY(), TTLConfig.NONE());
+    timers = !timeMode.equals(TimeMode.None());
   }
 
   @Override
@@ -157,13 +159,13 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
   /** Writes (or deletes) the bucket's row; arms a timer when none is pending. */
   private void save(BucketState state) {
     if (state.isEmpty()) {
-      if (state.timerMs != BucketState.NO_TIMER) {
+      if (timers && state.timerMs != BucketState.NO_TIMER) {
         getHandle().deleteTimer(state.timerMs);
       }
       buckets.clear();
       return;
     }
-    if (state.timerMs == BucketState.NO_TIMER) {
+    if (timers && state.timerMs == BucketState.NO_TIMER) {
       state.timerMs = state.newestEnd(geometry);
       getHandle().registerTimer(state.timerMs);
     }
