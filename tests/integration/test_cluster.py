@@ -39,6 +39,7 @@ from tests.integration.test_windows_job import Topics, make_lines, produce_lines
 from tests.support.jobs import kill_after, run_to_end
 from tests.support.kafka import read_all
 from tests.support.queries import SLOW_TEST_TIMEOUT
+from tests.support.spark_archive import CLIENT_COMPILER
 from tests.support.spark_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.integration
@@ -56,7 +57,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
 # executors use the quick JIT compiler only, as the tests' drivers do (short runs).
 APPLICATION_SHARE = (
     "--conf", "spark.cores.max=2", "--conf", "spark.executor.cores=1",
-    "--conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1",
+    "--conf", f"spark.executor.extraJavaOptions={CLIENT_COMPILER}",
 )  # fmt: skip
 
 Check = Callable[[], None]

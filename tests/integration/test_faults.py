@@ -1,14 +1,12 @@
-"""Faults under running jobs. Three SIGKILLs of each job and of the SPL example at seeded random
-points, each followed by a restart from the checkpoint: the output equals an independent model
-(and, for hashtags, a clean run's). On a broker of this module's own: every job side by side
-through a broker paused (SIGSTOP) for 20 s mid-stream, then stopped and started again, then
-refusing writes: each recovers from the first two without a restart of its own and stops with
-one clear line at the third; a restart ends the run. The hashtags job's output topic deleted
-then created again, then refusing writes: the batch is sent again once it can be (after the
-refusal, by a restart). In every case the output, read ``read_committed``, holds nothing twice
-and misses nothing (after a deletion: from the first window the recreated topic holds). Jobs
-run side by side and faults share runs: a job's start-up is most of a run, and leaves a core
-idle much of the time."""
+"""Faults under running jobs, on a broker of this module's own (the crashes are in
+``test_crashes``). Every job and the SPL example side by side through a broker paused (SIGSTOP)
+for 20 s mid-stream, then stopped and started again, then refusing writes: each recovers from
+the first two without a restart of its own and stops with one clear line at the third; a
+restart ends the run. The hashtags job's output topic deleted then created again, then refusing
+writes: the batch is sent again once it can be (after the refusal, by a restart). In every case
+the output, read ``read_committed``, holds nothing twice and misses nothing (after a deletion:
+from the first window the recreated topic holds). Jobs run side by side and faults share runs:
+a job's start-up is most of a run, and leaves a core idle much of the time."""
 
 from __future__ import annotations
 
@@ -34,8 +32,6 @@ from connectors.broker import LocalBroker
 from connectors.kafka import ensure_topics, producer
 from tests.support.hashtags import independent_finals, random_tweets
 from tests.support.jobs import (
-    CrashCase,
-    crash_and_restart,
     kill_group,
     run_to_end,
     start_job,
@@ -207,62 +203,6 @@ def test_an_output_topic_deleted_then_refusing_writes_loses_nothing_from_its_ret
     assert len(got_finals) > 100  # the job went on writing after the topic came back
     assert got_finals == {start: top for start, top in expected.items() if start >= first}
     assert read_all(broker.bootstrap, f"late-{tag}") == []
-
-
-def hashtags_crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
-    """Three SIGKILLs of the hashtags job at seeded random points (35 batches: the kills land
-    well before its end), each followed by a restart: every record it published, revisions
-    included, equals a clean run's on the same tweets, and its finals an independent count."""
-    tweets = make_tweets(10_500, seed=71)
-    clean, crashed = uuid.uuid4().hex[:8], uuid.uuid4().hex[:8]
-    for tag in (clean, crashed):
-        produce(bootstrap, f"tweets-{tag}", tweets)
-
-    def check(_log: str) -> None:
-        expected = published(bootstrap, f"trending-{clean}")
-        assert published(bootstrap, f"trending-{crashed}") == expected
-        assert finals(bootstrap, f"trending-{crashed}") == independent_finals(
-            tweets, SIZE_MS, HOP_MS, LATENESS_MS
-        )
-        assert read_all(bootstrap, f"late-{crashed}") == []
-
-    return CrashCase(
-        "hashtags", job_command(bootstrap, tmp_path / "crashed", crashed, per_batch=300), 71,
-        check, reference=job_command(bootstrap, tmp_path / "clean", clean, per_batch=300),
-    )  # fmt: skip
-
-
-@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
-def test_three_crashes_of_each_job_at_random_points_change_nothing(
-    kafka_bootstrap: str, tmp_path: Path
-) -> None:
-    """Every job (and the SPL example) SIGKILLed three times at seeded random points, driver and
-    JVM at once, each kill followed by a restart from the checkpoint; the jobs run side by side
-    (a job's start-up leaves a core idle much of the time). What each published equals its
-    independent model (see each ``crash_case``)."""
-    from tests.integration import test_sensors_job, test_spl_kafka_example, test_windows_job
-
-    builders = {
-        "hashtags": hashtags_crash_case,
-        "sensors": test_sensors_job.crash_case,
-        "windows": test_windows_job.crash_case,
-        "spl-example": test_spl_kafka_example.crash_case,
-    }
-    cases = []
-    for name, build in builders.items():
-        folder = tmp_path / name
-        folder.mkdir()
-        cases.append(build(kafka_bootstrap, folder))
-    with ThreadPoolExecutor(2 * len(cases)) as pool:
-        references = [pool.submit(run_to_end, c.reference) for c in cases if c.reference]
-        runs = {c.name: pool.submit(crash_and_restart, c.command, c.seed) for c in cases}
-        ended = {name: run.result() for name, run in runs.items()}
-        for reference in references:
-            reference.result()
-    for case in cases:
-        killed, log = ended[case.name]
-        assert killed == 3, f"{case.name} ended after {killed} kills"
-        case.check(log)
 
 
 @dataclass

@@ -150,7 +150,7 @@ def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
     """Three SIGKILLs at seeded random points, each followed by a restart from the checkpoint:
     every window event is published once (the example publishes exactly once)."""
     rng = random.Random(29)
-    users = [f"u{rng.randrange(6)}" for _ in range(600)]
+    users = [f"u{rng.randrange(6)}" for _ in range(360)]  # 18 batches
     suffix = uuid.uuid4().hex[:8]
     source, sink, dead = (f"{name}-{suffix}" for name in ("tweets", "windows", "dead"))
     ensure_topics(bootstrap, [source], partitions=1)

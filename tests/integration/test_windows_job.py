@@ -326,12 +326,12 @@ def _produce(
 
 
 def snapshot_job(
-    bootstrap: str, tmp_path: Path, seed: int, *flags: str
+    bootstrap: str, tmp_path: Path, seed: int, *flags: str, events: int = 900
 ) -> tuple[Topics, list[dict[str, Any]], list[str]]:
-    """900 events over 4 keys in a new input topic, and the command of a snapshot-sum job over
-    them (batches of 120 records) with ``flags``."""
+    """``events`` events over 4 keys in a new input topic, and the command of a snapshot-sum
+    job over them (batches of 120 records) with ``flags``."""
     topics = Topics(bootstrap)
-    lines = make_lines(keys=4, events=900, seed=seed)
+    lines = make_lines(keys=4, events=events, seed=seed)
     produce_lines(topics, lines, tmp_path)
     spec = tmp_path / "snapshot.json"
     spec.write_text(json.dumps({"kind": "snapshot", "aggregate": "sum"}))
@@ -348,7 +348,7 @@ def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
     from the checkpoint (taking over the dead owner's lease at once): the rows, read
     read_committed, equal the sweep's (none missing, none twice)."""
     flags = ("--available-now", "--max-offsets-per-trigger", "40")
-    topics, lines, command = snapshot_job(bootstrap, tmp_path, 47, *flags)
+    topics, lines, command = snapshot_job(bootstrap, tmp_path, 47, *flags, events=720)
 
     def check(log: str) -> None:
         assert re.search(r"windows job stopped: \d+ micro-batches", log)
