@@ -51,6 +51,7 @@ Fault = Callable[[str], None]
 # again with a new producer. Shorter than in production (60 s), so that a fault's recovery takes
 # less of the suite's time: after a stalled broker a commit can wait on it for the whole step.
 STEP_TIMEOUT = ("--kafka-step-timeout", "10s")
+FEED_TIMEOUT_S = 180.0  # how long the test's own clients wait for the broker after a fault
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +68,7 @@ def make_tweets(count: int, seed: int) -> list[dict[str, Any]]:
 
 def produce(bootstrap: str, topic: str, tweets: list[dict[str, Any]], partitions: int = 2) -> None:
     """Tweets into a topic of ``partitions`` (made if new), each acknowledged."""
-    ensure_topics(bootstrap, [topic], partitions=partitions)
+    ensure_topics(bootstrap, [topic], partitions=partitions, timeout=FEED_TIMEOUT_S)
     codec = AvroCodec("tweet")
     sink = producer(bootstrap)
     sink.produce_many(topic, ((str(t["id"]).encode(), codec.encode(t)) for t in tweets))
@@ -124,13 +125,16 @@ def inject(job: subprocess.Popen[str], log: list[str], tag: str, *faults: tuple[
 
 
 def pause_broker(broker: LocalBroker, seconds: float = 20) -> None:
-    """SIGSTOP the broker's JVM for ``seconds``, then SIGCONT."""
+    """SIGSTOP the broker's JVM for ``seconds``, then SIGCONT and wait until it answers again
+    (the jobs' reconnections piled up meanwhile: on a busy machine a new client can wait
+    tens of seconds for its turn)."""
     assert broker.process is not None
     os.kill(broker.process.pid, signal.SIGSTOP)
     try:
         time.sleep(seconds)
     finally:
         os.kill(broker.process.pid, signal.SIGCONT)
+    broker.wait_ready(FEED_TIMEOUT_S)
 
 
 def restart_broker(broker: LocalBroker) -> None:
@@ -139,7 +143,7 @@ def restart_broker(broker: LocalBroker) -> None:
     broker.stop()
     time.sleep(5)
     broker.start()
-    broker.wait_ready()
+    broker.wait_ready(FEED_TIMEOUT_S)
 
 
 def longest_batch_s(log: str) -> float:
