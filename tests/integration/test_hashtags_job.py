@@ -28,6 +28,7 @@ from tests.support.hashtags import rule_top, windows_holding
 from tests.support.kafka import read_all
 from trending.errors import UserError
 from trending.jobs.hashtags import HashtagJobConfig, start_query
+from trending.spark.checkpoint import QUERY, JobCheckpoint
 from trending.text.hashtags import hashtag_keys
 from trending.windows.sliding import Window
 
@@ -442,6 +443,14 @@ def test_a_past_skew_bound_dead_letters_older_tweets(
         kafka_bootstrap, job.topics["dlq"])]  # fmt: skip
     assert [(d["reason"], d["key"]) for d in letters] == [("past-timestamp", b"90003")]
     assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
+    # the clock a batch is judged by is the batch timestamp Spark wrote in its offset log
+    offsets = job.checkpoint / QUERY / "offsets"
+    entries = sorted(int(entry.name) for entry in offsets.iterdir() if entry.name.isdigit())
+    assert entries
+    checkpoint = JobCheckpoint(spark, str(job.checkpoint))
+    for batch_id in entries:
+        metadata = json.loads((offsets / str(batch_id)).read_text().splitlines()[1])
+        assert checkpoint.batch_clock_ms(batch_id) == metadata["batchTimestampMs"]
 
 
 def java_bucket(key: str) -> int:

@@ -146,7 +146,9 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
 
     def _process(self, batch: DataFrame, batch_id: int, stats: BatchStats) -> None:
         merger = self.merger
-        self.state.prepare(batch, BatchParams(merger.watermark_ms, merger.thresholds()))
+        clock_ms = self.checkpoint.batch_clock_ms(batch_id)
+        params = BatchParams(merger.watermark_ms, merger.thresholds(), clock_ms)
+        self.state.prepare(batch, params)
         clock = time.monotonic()
         table = top_candidates(batch, self.config.k).toArrow()
         stats.phases["spark"] = time.monotonic() - clock

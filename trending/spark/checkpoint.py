@@ -55,6 +55,11 @@ class JobCheckpoint:
         """The URI of ``name`` under the checkpoint (e.g. a job's own state stores)."""
         return str(self._files.uri(name))
 
+    def batch_clock_ms(self, batch_id: int) -> int:
+        """Spark's clock for micro-batch ``batch_id`` (its batch timestamp, epoch ms, from the
+        offset log): what ``current_timestamp()`` is in that batch, also when it runs again."""
+        return int(self._files.batchTimestampMs(QUERY, batch_id))
+
     def lease(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> CheckpointLease:
         """The lease that makes this process the checkpoint's one owner (not yet taken)."""
         return CheckpointLease(_LeaseFolder(self._files, self.uri), timeout_s)

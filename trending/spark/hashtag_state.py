@@ -12,10 +12,12 @@ One streaming plan per query, all of it in the JVM on the executors::
         bounded heap; then row_number() over the same <= k         then a sort of those few)
       ─ collect: <= k candidate rows per open window + late and dead records
 
-The driver sets the batch's parameters (:class:`BatchParams`: the watermark ``W`` and per window
-the k-th count of its last published top-k) as a session setting before it runs the batch;
-Spark hands ``spark.*`` settings to the batch's tasks, where the lateness test and the state
-processor read them (``jvm/udf/src/main/java/trending/state``). Record kinds:
+The driver sets the batch's parameters (:class:`BatchParams`: the watermark ``W``, the batch's
+clock ``C`` and per window the k-th count of its last published top-k) as a session setting
+before it runs the batch; Spark hands ``spark.*`` settings to the batch's tasks, where the
+lateness and clock tests and the state processor read them
+(``jvm/udf/src/main/java/trending/state``). As settings, not literals in the plan, they leave
+the generated code the same in every batch, so it is compiled once. Record kinds:
 
 * ``COUNTED``: an on-time tweet, whose newest window ``[s, e)`` has ``e > W``: counted per distinct
   hashtag key into pane ``t - ((t - a) mod g)``, per task before the shuffle, then in the state
@@ -31,6 +33,7 @@ lateness) equals ``W`` batch by batch and only drives the timers that purge clos
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,7 +44,7 @@ from pyspark.sql.avro.functions import to_avro
 
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
-from trending.spark.clock import ClockSkew, batch_clock_ms, skew_reason
+from trending.spark.clock import ClockSkew, skew_reason
 from trending.windows.sliding import SlidingWindows
 
 if TYPE_CHECKING:
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
 
 COUNTED, LATE, DEAD = 0, 1, 2
 WATERMARK_FUNCTION = ("trending_batch_watermark", "trending.state.BatchWatermark")
+CLOCK_FUNCTION = ("trending_batch_clock", "trending.state.BatchClock")
 PARAMS_PREFIX = "spark.trending.batch."
 STATE_CLASS = "trending.state.HashtagState"
 SIDE_COLUMNS = ("kind", "partition", "offset", "key", "value", "reason", "record_ts", "headers")
@@ -60,20 +64,23 @@ class BatchParams:
 
     watermark_ms: int | None
     thresholds: Mapping[int, int]  # window start -> k-th count of its last published top-k
+    clock_ms: int | None = None  # Spark's batch timestamp; None: no clock test
 
     def text(self) -> str:
-        """The form ``trending.state.BatchParams`` parses: ``w=<ms>;t=<start>:<count>,...``."""
+        """The form ``trending.state.BatchParams`` parses:
+        ``w=<ms>;c=<ms>;t=<start>:<count>,...``."""
         watermark = "" if self.watermark_ms is None else str(self.watermark_ms)
+        clock = "" if self.clock_ms is None else str(self.clock_ms)
         pairs = ",".join(f"{start}:{count}" for start, count in sorted(self.thresholds.items()))
-        return f"w={watermark};t={pairs}"
+        return f"w={watermark};c={clock};t={pairs}"
 
 
 def register_functions(spark: SparkSession) -> None:
-    """Register the JVM function the lateness test calls."""
+    """Register the JVM functions the lateness and clock tests call."""
     from pyspark.sql.types import LongType
 
-    name, java_class = WATERMARK_FUNCTION
-    spark.udf.registerJavaFunction(name, java_class, LongType())
+    for name, java_class in (WATERMARK_FUNCTION, CLOCK_FUNCTION):
+        spark.udf.registerJavaFunction(name, java_class, LongType())
 
 
 def hashtag_records(
@@ -87,12 +94,14 @@ def hashtag_records(
     headers`` (the record's key and value, its Kafka timestamp in ms and its headers on late and
     dead records only). Spark's
     watermark follows the event times of the on-time tweets, with delay = lateness. A tweet
-    whose time is too far from the batch's clock (``skew``) is ``DEAD``.
+    whose time is too far from the batch's clock (``skew``; the clock of :class:`BatchParams`)
+    is ``DEAD``.
     """
     decoded = decode_avro(raw, schema_json, registry, fields=("text", "created_at"))
     event_ms = F.unix_millis(F.col("record.created_at"))
     watermark = F.call_function(WATERMARK_FUNCTION[0], F.lit(job))
-    skewed = skew_reason(event_ms, batch_clock_ms(), skew)
+    clock = F.call_function(CLOCK_FUNCTION[0], F.lit(job))
+    skewed = skew_reason(event_ms, clock, skew)
     kind = F.when(F.col("record").isNull() | skewed.isNotNull(), F.lit(DEAD)).when(
         _last_end(event_ms, windows) <= watermark, F.lit(LATE)
     )
@@ -140,6 +149,8 @@ class HashtagState:
     def warm(self, records: DataFrame, k: int) -> None:
         """Run the whole per-batch plan (counting, state store, :func:`top_candidates`) on batch
         ``records`` into a no-op sink, with a state store dropped after it (JIT before batch 0)."""
+        params = BatchParams(None, {}, clock_ms=int(time.time() * 1000))
+        records.sparkSession.conf.set(PARAMS_PREFIX + self.job, params.text())
         counts = DataFrame(self._java.batchCounts(records._jdf), records.sparkSession)
         top_candidates(counts, k).write.format("noop").mode("overwrite").save()
 

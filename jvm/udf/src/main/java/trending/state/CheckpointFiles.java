@@ -17,6 +17,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
 import org.apache.spark.sql.execution.streaming.checkpointing.CommitLog;
 import org.apache.spark.sql.execution.streaming.checkpointing.CommitMetadata;
+import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeq;
 import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqLog;
 import scala.Option;
 
@@ -129,6 +130,20 @@ public final class CheckpointFiles {
   /** The newest batch id in Spark's offset log under {@code query}, or -1. */
   public long lastPlanned(String query) {
     return latest(new OffsetSeqLog(spark, uri(query + "/offsets")).getLatestBatchId());
+  }
+
+  /**
+   * Spark's clock for {@code batch} of the query under {@code query}: the batch timestamp in its
+   * offset log entry, which {@code current_timestamp()} is in that batch, and again when the
+   * batch runs again after a restart.
+   */
+  public long batchTimestampMs(String query, long batch) {
+    Option<OffsetSeq> entry = new OffsetSeqLog(spark, uri(query + "/offsets")).get(batch);
+    if (entry.isEmpty() || entry.get().metadata().isEmpty()) {
+      throw new IllegalStateException(
+          "batch " + batch + " has no offset log entry with a timestamp under " + uri(query));
+    }
+    return entry.get().metadata().get().batchTimestampMs();
   }
 
   /** The newest batch id in Spark's commit log under {@code query}, or -1. */
