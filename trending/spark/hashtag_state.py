@@ -149,8 +149,7 @@ class HashtagState:
     def warm(self, records: DataFrame, k: int) -> None:
         """Run the whole per-batch plan (counting, state store, :func:`top_candidates`) on batch
         ``records`` into a no-op sink, with a state store dropped after it (JIT before batch 0)."""
-        params = BatchParams(None, {}, clock_ms=int(time.time() * 1000))
-        records.sparkSession.conf.set(PARAMS_PREFIX + self.job, params.text())
+        self.prepare(records, BatchParams(None, {}, clock_ms=int(time.time() * 1000)))
         counts = DataFrame(self._java.batchCounts(records._jdf), records.sparkSession)
         top_candidates(counts, k).write.format("noop").mode("overwrite").save()
 

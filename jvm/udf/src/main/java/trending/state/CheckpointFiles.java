@@ -129,7 +129,7 @@ public final class CheckpointFiles {
 
   /** The newest batch id in Spark's offset log under {@code query}, or -1. */
   public long lastPlanned(String query) {
-    return latest(new OffsetSeqLog(spark, uri(query + "/offsets")).getLatestBatchId());
+    return latest(offsetLog(query).getLatestBatchId());
   }
 
   /**
@@ -138,12 +138,20 @@ public final class CheckpointFiles {
    * batch runs again after a restart.
    */
   public long batchTimestampMs(String query, long batch) {
-    Option<OffsetSeq> entry = new OffsetSeqLog(spark, uri(query + "/offsets")).get(batch);
+    Option<OffsetSeq> entry = offsetLog(query).get(batch);
     if (entry.isEmpty() || entry.get().metadata().isEmpty()) {
       throw new IllegalStateException(
           "batch " + batch + " has no offset log entry with a timestamp under " + uri(query));
     }
     return entry.get().metadata().get().batchTimestampMs();
+  }
+
+  /**
+   * Spark's offset log of the query under {@code query}, opened anew on each call: a log object
+   * caches the entries it read, and entries after a batch may be purged and planned again.
+   */
+  private OffsetSeqLog offsetLog(String query) {
+    return new OffsetSeqLog(spark, uri(query + "/offsets"));
   }
 
   /** The newest batch id in Spark's commit log under {@code query}, or -1. */
@@ -159,7 +167,7 @@ public final class CheckpointFiles {
 
   /** Removes every planned batch after {@code batch} from Spark's offset log. */
   public void forgetPlannedAfter(String query, long batch) {
-    new OffsetSeqLog(spark, uri(query + "/offsets")).purgeAfter(batch);
+    offsetLog(query).purgeAfter(batch);
   }
 
   private static long latest(Option<Object> batch) {
