@@ -177,39 +177,13 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-# Modules with a long run (a test that raises the timeout: crashes, faults, a cluster) run one
-# after another on one worker, while the other workers take the remaining modules. Each starts
-# several Spark jobs at once, so two of them side by side overload a small machine.
-LONG_RUNS = "long-runs"
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules with a long run go first, in the group :data:`LONG_RUNS`."""
+    """Modules with a test that raises the timeout (the long crash, fault and cluster runs) go
+    first. ``make test`` runs modules on parallel workers in this order, so these start at once
+    instead of ending the run on one core."""
     default = float(config.getini("timeout") or 0)
     slow = {item.path for item in items if _timeout_of(item) > default}
-    for item in items:
-        if item.path in slow:
-            item.add_marker(pytest.mark.xdist_group(LONG_RUNS))
     items.sort(key=lambda item: item.path not in slow)  # stable: the rest keep their order
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """With ``--dist loadgroup`` (the default, see pyproject.toml) a worker runs whole modules,
-    and a group's tests (``@name`` after the test id) all together."""
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ModulesAndGroups(LoadScopeScheduling):  # type: ignore[misc]
-        def _split_scope(self, nodeid: str) -> str:
-            test, _, group = nodeid.rpartition("@")
-            if test and "]" not in group:  # not an "@" inside a parameter's id
-                return group
-            return nodeid.split("::", 1)[0]
-
-    return ModulesAndGroups(config, log)
 
 
 threading.Thread(target=_watch, name="test-watchdog", daemon=True).start()
