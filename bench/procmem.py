@@ -1,4 +1,5 @@
-"""Bench harness: peak resident memory of a process tree (sampled from /proc), and the broker."""
+"""Bench harness: peak resident memory of a process tree (sampled from /proc), the machine's busy
+cores over an interval (from /proc/stat), and the broker."""
 
 from __future__ import annotations
 
@@ -57,6 +58,55 @@ def run_measured(command: list[str], env: dict[str, str] | None = None) -> tuple
     if process.returncode != 0:
         raise RuntimeError(f"{command[:3]} exited {process.returncode}:\n{text[-3000:]}")
     return seconds, peak, text
+
+
+def cpu_jiffies() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all cores since boot, from ``/proc/stat``; None elsewhere."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+class CpuSampler:
+    """Samples the machine's CPU jiffies every ``interval`` s in a thread, so the busy cores of
+    any interval inside the run can be read afterwards: (busy jiffies / total jiffies) x cores,
+    between the samples nearest its ends. Counts every process, the broker's too."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        self.samples: list[tuple[float, int, int]] = []
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            now = cpu_jiffies()
+            if now is not None:
+                self.samples.append((time.time(), *now))
+            if self._stop.wait(self._interval):
+                return
+
+    def busy_cores(self, start: float, end: float) -> float | None:
+        """Average busy cores between wall-clock times ``start`` and ``end`` (None without
+        samples there)."""
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        if len(inside) < 2:
+            return None
+        (_, busy0, total0), (_, busy1, total1) = inside[0], inside[-1]
+        if total1 == total0:
+            return None
+        return (busy1 - busy0) / (total1 - total0) * (os.cpu_count() or 1)
 
 
 @contextmanager

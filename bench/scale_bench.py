@@ -6,8 +6,11 @@ top 10, on two data sets made once: Zipf 1.1 over 50k hashtags, and Zipf 0.6 ove
 ``local[2]``, and the flat one on ``local[1]``. Prints per run the tweets/s from the first batch
 to the last commit, median per-batch phase times (``spark``: the executors' work, collected;
 ``windows`` + ``snapshot``: the driver's merge and state; ``publish``: the Kafka transaction),
-the driver's share of batch time, the driver's committed state (bytes) and Spark's state
-(most rows written in a batch, bytes), then the ratios the targets are stated in.
+the driver's share of batch time, the driver's committed state (bytes), Spark's state (most rows
+written in a batch, bytes) and the machine's busy cores over the run (every process, the
+broker's too), then the ratios the targets are stated in. The CPU work per tweet does not shrink
+with more task threads, so local[2] can be at most (cores / local[1]'s busy cores) times as
+fast as local[1] on this machine: that bound is printed beside the ratio.
 
 Then a steady run per rate in ``--rates`` (flat data, ``local[2]``, the 1 s trigger): tweets
 made live (``created_at`` = the time they are sent, no jitter) at that rate for ``--seconds``
@@ -37,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.procmem import bench_broker, run_measured
+from bench.procmem import CpuSampler, bench_broker, run_measured
 from bench.trending_bench import ensure_data
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,17 +66,19 @@ def run_one(bootstrap: str, topic: str, master: str, batch: int) -> dict[str, An
             output_topic=out, late_topic=out + "-late", dead_letter_topic=out + "-dlq",
             available_now=True, max_offsets_per_trigger=batch,
         )  # fmt: skip
-        query, processor = start_query(spark, config)
-        try:
-            query.awaitTermination()
-        finally:
-            processor.close()
+        with CpuSampler() as cpu:
+            query, processor = start_query(spark, config)
+            try:
+                query.awaitTermination()
+            finally:
+                processor.close()
         operators = [op for p in query.recentProgress for op in p.stateOperators]
     done = [s for s in processor.history if not s.skipped]
     seconds = done[-1].started_at + done[-1].seconds - done[0].started_at
     return {
         "tweets": sum(s.tweets for s in done),
         "seconds": seconds,
+        "busy_cores": cpu.busy_cores(done[0].started_at, done[-1].started_at + done[-1].seconds),
         "batches": [
             {"seconds": s.seconds, "phases": s.phases, "state_bytes": s.state_bytes} for s in done
         ],
@@ -187,7 +192,7 @@ def median_of(batches: list[dict[str, Any]], key: str) -> float:
 
 def report(results: dict[tuple[str, str], dict[str, Any]]) -> None:
     header = ("tweets/s", "batch s", "spark s", "driver s", "publish s", "driver %",
-              "driver state", "rows written", "spark MB", "peak MB")  # fmt: skip
+              "driver state", "rows written", "spark MB", "peak MB", "busy cores")  # fmt: skip
     print(f"\n{'run (median batch)':<28}" + "".join(f"{h:>13}" for h in header))
     for (name, master), r in results.items():
         batches = r["batches"][1:] or r["batches"]  # the first batch also loads the state store
@@ -204,6 +209,7 @@ def report(results: dict[tuple[str, str], dict[str, Any]]) -> None:
             f"{max(r['spark_state_rows'], default=0):,}",
             f"{max(r['spark_state_bytes'], default=0) / 2**20:,.0f}",
             f"{r['peak'] / 2**20:,.0f}",
+            "-" if r.get("busy_cores") is None else f"{r['busy_cores']:.2f}",
         )
         print(f"{name + ' ' + master:<28}" + "".join(f"{c:>13}" for c in cells))
     rate = {key: r["tweets"] / r["seconds"] for key, r in results.items()}
@@ -213,6 +219,13 @@ def report(results: dict[tuple[str, str], dict[str, Any]]) -> None:
         print(f"flat vs zipf-50k rate (local[2]): {flat2 / zipf2:.2f}x   (target >= 0.8x)")
     if flat2 and flat1:
         print(f"local[2] vs local[1] (flat):      {flat2 / flat1:.2f}x   (target >= 1.6x)")
+        busy1 = results[RUNS[2]].get("busy_cores")
+        if busy1:
+            bound = (os.cpu_count() or 1) / busy1
+            print(
+                f"  local[1] kept {busy1:.2f} of {os.cpu_count()} cores busy: local[2] can be "
+                f"at most {bound:.2f}x as fast here"
+            )
 
 
 def result_of(text: str, what: str) -> dict[str, Any]:
