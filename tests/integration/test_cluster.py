@@ -42,7 +42,7 @@ from tests.support.queries import SLOW_TEST_TIMEOUT
 from tests.support.spark_archive import CLIENT_COMPILER
 from tests.support.spark_cluster import StandaloneCluster
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from tests.support.jobs import CrashCase, crash_and_restart, run_to_end
 from tests.support.kafka import read_all
 from tests.support.queries import SLOW_TEST_TIMEOUT
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 
 def hashtags_crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:

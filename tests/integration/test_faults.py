@@ -41,7 +41,7 @@ from tests.support.kafka import change_acls, delete_topic, read_all, write_denie
 from tests.support.ports import local_broker
 from tests.support.queries import SLOW_TEST_TIMEOUT
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 TAGS = ["spark", "kafka", "flink", "beam", "storm", "samza", "heron", "pulsar"]
 SIZE_MS, HOP_MS, LATENESS_MS = 120_000, 30_000, 30_000
 BATCH_DONE = r"batch \d+: \d+ revisions"  # a batch published (not a retry's line)

@@ -359,6 +359,7 @@ def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
     return CrashCase("windows", command, 47, check)
 
 
+@pytest.mark.chaos
 @pytest.mark.timeout(SLOW_TEST_TIMEOUT)
 def test_one_process_per_checkpoint_and_a_stalled_owner_is_fenced(
     kafka_bootstrap: str, tmp_path: Path
