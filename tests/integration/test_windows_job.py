@@ -393,3 +393,30 @@ def test_one_process_per_checkpoint_and_a_stalled_owner_is_fenced(
     assert topics.rows() == snapshot_sums(lines)
     again = run_to_end([*command, "--available-now"])  # released on exit: taken at once
     assert "checkpoint lease" not in again
+
+
+@pytest.mark.chaos
+def test_a_python_worker_missing_spark_s_fixed_10_s_has_the_job_start_again(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The first Python process Spark starts takes 12 s (an interpreter wrapper that sleeps
+    once): the query fails on Spark's fixed 10 s for a Python worker to connect back, the job
+    starts again from its checkpoint on its own, and the output equals the oracle."""
+    topics, lines, command = snapshot_job(kafka_bootstrap, tmp_path, 61, events=300)
+    once = tmp_path / "slept"
+    wrapper = tmp_path / "slow-python"
+    wrapper.write_text(
+        f'#!/bin/sh\nif mkdir "{once}" 2>/dev/null; then sleep 12; fi\n'
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    run = subprocess.run(
+        [*command, "--available-now"], capture_output=True, text=True, timeout=300,
+        env={**cluster_env(), "PYSPARK_PYTHON": str(wrapper)}, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert once.exists()
+    assert "Python worker failed to connect back" in run.stderr
+    assert re.search(r"starting again from the checkpoint \(run 2 of \d+\)", run.stderr)
+    assert topics.letters(topics.late) == []
+    assert topics.rows() == snapshot_sums(lines)
