@@ -28,7 +28,7 @@ def arrow_hashtag_keys(texts: pd.Series) -> pd.Series:
 def main(bootstrap: str, topic: str) -> None:
     spark = build_session("bench-extractor", "local[2]", shuffle_partitions=2)
     raw = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-    tweets = decode_avro(raw.option("subscribe", topic).load(), schema_json("tweet"), False)
+    tweets = decode_avro(raw.option("subscribe", topic).load(), schema_json("tweet"), None)
     text = F.col("record.text")
     steps: dict[str, Column] = {
         "warm-up (jvm)": F.call_function("hashtag_keys", text),
