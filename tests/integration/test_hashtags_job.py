@@ -639,3 +639,35 @@ def check_candidates(got: list[Any], counted: list[Any], side: list[Any], k: int
         (kind, partition, offset, key, value, reason, ts)
         for kind, _, _, _, partition, offset, key, value, reason, ts, _ in side
     )
+
+
+def test_a_lease_file_replaced_while_it_is_read_reads_whole_or_missing(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A heartbeat file replaced over and over (as its owner does) while another reader reads
+    it: each read is a whole text that was written, or missing (a replacement is a delete and
+    a rename), never an error. A reader once failed on the moment between its check and its
+    open."""
+    import threading
+
+    storage = JobCheckpoint(spark, f"file://{tmp_path}/checkpoint").lease().storage
+    assert storage.create("0000000001.beat", "beat 0")
+    written = {f"beat {i}" for i in range(400)}
+    done = threading.Event()
+
+    def replace() -> None:
+        try:
+            for i in range(1, 400):
+                storage.write("0000000001.beat", f"beat {i}")
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=replace)
+    writer.start()
+    reads = []
+    while not done.is_set():
+        reads.append(storage.read("0000000001.beat"))
+    writer.join()
+    assert len(reads) > 100
+    assert {text for text in reads if text is not None} <= written
+    assert storage.read("0000000001.beat") == "beat 399"

@@ -51,7 +51,11 @@ public final class CheckpointFiles {
     return (child.isEmpty() ? root : new Path(root, child)).toString();
   }
 
-  /** The text of {@code child}, or null when it does not exist. */
+  /**
+   * The text of {@code child}, or null when it does not exist. A file that another process
+   * replaces ({@link #writeText}) can be missing for a moment, also between the check and the
+   * open: that reads as missing too, never as an error.
+   */
   public String readText(String child) throws IOException {
     Path path = new Path(root, child);
     if (!files.exists(path)) {
@@ -59,6 +63,8 @@ public final class CheckpointFiles {
     }
     try (InputStream in = files.open(path)) {
       return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (FileNotFoundException e) {
+      return null;
     }
   }
 
