@@ -172,18 +172,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Workers for ``-n auto`` (see pyproject.toml): one per core, at most four,
+    """Workers for ``-n auto`` (``make test``): one per core, at most four,
     since each starts a broker and Spark drivers of its own."""
     return max(1, min(4, os.cpu_count() or 1))
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules with a test that raises the timeout (the long crash, fault and cluster runs) go
-    first. With parallel workers (``-n auto --dist loadfile``) modules start in this order, so
-    these start at once instead of ending the run on one core."""
-    default = float(config.getini("timeout") or 0)
-    slow = {item.path for item in items if _timeout_of(item) > default}
-    items.sort(key=lambda item: item.path not in slow)  # stable: the rest keep their order
 
 
 threading.Thread(target=_watch, name="test-watchdog", daemon=True).start()
