@@ -144,7 +144,7 @@ def median_run(runs: list[dict[str, float]]) -> dict[str, float]:
     return ordered[len(ordered) // 2]
 
 
-def report(results: dict[str, dict[str, float]]) -> None:
+def report(results: dict[str, dict[str, Any]]) -> None:
     print()
     header = ("tweets", "seconds", "tweets/s", "wall s", "wall t/s", "peak MB")
     print(f"{'run (median of the rounds)':<34}" + "".join(f"{h:>11}" for h in header))
@@ -158,6 +158,10 @@ def report(results: dict[str, dict[str, float]]) -> None:
             f"{r['peak'] / 2**20:,.0f}",
         )
         print(f"{name:<34}" + "".join(f"{c:>11}" for c in cells))
+    print()
+    for name, r in results.items():
+        rounds = ", ".join(f"{rate:,.0f}" for rate in r["round_rates"])
+        print(f"{name}: tweets/s by round {rounds}")
     job = results[JOB]
     rate = job["tweets"] / job["seconds"]
     print()
@@ -187,7 +191,10 @@ def main() -> int:
                         run_builtin(bootstrap, topic, work, args.count)
                     )
                 print(f"round {round_}/{args.repeat} done", flush=True)
-            results = {name: median_run(rs) for name, rs in runs.items()}
+            results = {
+                name: median_run(rs) | {"round_rates": [r["tweets"] / r["seconds"] for r in rs]}
+                for name, rs in runs.items()
+            }
             report(results)
             if "extractor" not in args.skip:
                 print("\nhashtag step alone (decode + extract, noop sink, warm JVM):")
