@@ -133,24 +133,41 @@ def serve(query: Any, processor: Any, settings: Any) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
     logging.getLogger("trending").setLevel(logging.INFO)
+    from connectors.kafka import ensure_topics, resolve_bootstrap
+    from trending.commands.run import run_again_on_worker_timeout
+    from trending.errors import UserError
+
+    bootstrap = resolve_bootstrap(args.bootstrap)
+    ensure_topics(bootstrap, [args.output_topic, args.dead_letter_topic])
+    checkpoint = args.checkpoint or tempfile.mkdtemp(prefix="spl-window-kafka-")
+    try:
+        # a run that fails on Spark's fixed 10 s for a Python worker starts again from the
+        # checkpoint, as the jobs do
+        return run_again_on_worker_timeout("spl-window", lambda: run(args, bootstrap, checkpoint))
+    except UserError as failure:
+        print(f"spl-window-kafka: error: {failure}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace, bootstrap: str, checkpoint: str) -> int:
+    """One run of the query until it ends or a signal stops it; raises ``UserError`` with the
+    failure's line when the query fails."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
 
     from connectors.avro import schema_json
-    from connectors.kafka import ensure_topics, resolve_bootstrap
     from connectors.spark_kafka import decode_avro, read_kafka_stream, source_options
     from trending.durations import parse_optional_duration_ms
+    from trending.errors import UserError
     from trending.jobs.common import JobSettings
     from trending.jobs.sink import publish_exactly_once
     from trending.spark.clock import ClockSkew, batch_clock_ms, skew_reason
     from trending.spark.session import build_session
     from trending.spark.spl_runner import apply_window, configure_spark
 
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    ensure_topics(bootstrap, [args.output_topic, args.dead_letter_topic])
     spark = build_session("spl-window-kafka", "local[2]", shuffle_partitions=2)
     configure_spark(spark)  # RocksDB state store + no-data batches (timers on idle streams)
     options = source_options(bootstrap, args.topic, max_offsets_per_trigger=args.max_offsets)
@@ -183,7 +200,6 @@ def main(argv: list[str] | None = None) -> int:
         F.col("key"),
         to_avro(dead_letter(), schema_json("dead_letter")).alias("value"),
     )
-    checkpoint = args.checkpoint or tempfile.mkdtemp(prefix="spl-window-kafka-")
     settings = JobSettings(
         bootstrap,
         checkpoint,
@@ -199,8 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         processor.close()
         spark.stop()
     if failure is not None:
-        print(f"spl-window-kafka: error: {failure}", file=sys.stderr)
-        return 2
+        raise UserError(failure)
     return 0
 
 

@@ -7,7 +7,9 @@ must reach the dead-letter topic with its reason, not stop or vanish.
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
 import subprocess
 import sys
 import uuid
@@ -167,3 +169,37 @@ def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
         assert read_all(bootstrap, dead) == []
 
     return CrashCase("spl-example", command, 29, check)
+
+
+@pytest.mark.chaos
+def test_kafka_example_whose_python_worker_misses_spark_s_10_s_starts_again(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The first Python process Spark starts takes 12 s (an interpreter wrapper that sleeps
+    once): the query fails on Spark's fixed 10 s for a Python worker to connect back, the
+    example starts again from its checkpoint, and publishes the core's events once."""
+    suffix = uuid.uuid4().hex[:8]
+    source, sink, dead = (f"{name}-{suffix}" for name in ("tweets", "windows", "dead"))
+    ensure_topics(kafka_bootstrap, [source], partitions=1)
+    out = producer(kafka_bootstrap)
+    out.produce_many(source, ((b"k", encode_tweet(t)) for t in tweets()))
+    out.flush()
+    once, wrapper = tmp_path / "slept", tmp_path / "slow-python"
+    wrapper.write_text(
+        f'#!/bin/sh\nif mkdir "{once}" 2>/dev/null; then sleep 12; fi\n'
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    command = [sys.executable, str(EXAMPLE), "--bootstrap", kafka_bootstrap, "--topic", source]
+    command += ["--spec", json.dumps(SPEC), "--output-topic", sink, "--dead-letter-topic", dead]
+    command += ["--checkpoint", str(tmp_path / "ckpt"), "--available-now"]
+    run = subprocess.run(
+        command, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "PYSPARK_PYTHON": str(wrapper)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert once.exists()
+    assert "Python worker failed to connect back" in run.stderr
+    assert re.search(r"starting again from the checkpoint \(run 2 of \d+\)", run.stderr)
+    assert published_events(kafka_bootstrap, sink) == expected_events()
+    assert read_all(kafka_bootstrap, dead) == []
