@@ -1,18 +1,18 @@
 """`make bench-scale`: the hashtags job with its counts in Spark's state store, batch by batch.
 
-1M tweets (``--count``) in batches of 100,000 (``--max-offsets-per-trigger``), 5m/1m windows,
-top 10, on two data sets made once: Zipf 1.1 over 50k hashtags, and Zipf 0.6 over 3M hashtags
-(a flat, long tail). Runs, each in its own process (its own JVM): both data sets on
-``local[2]``, and the flat one on ``local[1]``; then the flat one on ``local[2]`` and
-``local[1]`` again in warm JVMs, measured on a second whole run in the same JVM (a cold JVM's
-JIT compiler keeps most of a core busy for the whole of a 1M-tweet run). Prints per run the tweets/s from the first batch
-to the last commit, median per-batch phase times (``spark``: the executors' work, collected;
-``windows`` + ``snapshot``: the driver's merge and state; ``publish``: the Kafka transaction),
-the driver's share of batch time, the driver's committed state (bytes), Spark's state (most rows
-written in a batch, bytes) and the machine's busy cores over the run (every process, the
-broker's too), then the ratios the targets are stated in. The CPU work per tweet does not shrink
-with more task threads, so local[2] can be at most (cores / local[1]'s busy cores) times as
-fast as local[1] on this machine: that bound is printed beside the ratio.
+1M tweets (``--count``) in batches of 100,000 (``--max-offsets-per-trigger``), 5m/1m windows, top
+10, on two data sets made once: Zipf 1.1 over 50k hashtags, and Zipf 0.6 over 3M hashtags (a flat,
+long tail). Runs, each in its own process (its own JVM): both data sets on ``local[2]``, and the
+flat one on ``local[1]``; then the flat one on ``local[2]`` and ``local[1]`` again in warm JVMs,
+measured on a second whole run in the same JVM (a cold JVM's JIT compiler keeps most of a core busy
+for the whole of a 1M-tweet run). Prints per run the tweets/s from the first batch to the last
+commit, median per-batch phase times (``spark``: the executors' work, collected; ``windows`` +
+``snapshot``: the driver's merge and state; ``publish``: the Kafka transaction), the driver's share
+of batch time, the driver's committed state (bytes), Spark's state (most rows written in a batch,
+bytes) and the machine's busy cores over the run (every process, the broker's too), then the ratios
+the targets are stated in. The CPU work per tweet does not shrink with more task threads, so
+local[2] can be at most (cores / local[1]'s busy cores) times as fast as local[1] on this machine:
+that bound is printed beside the ratio.
 
 Then a steady run per rate in ``--rates`` (flat data, ``local[2]``, the 1 s trigger): tweets
 made live (``created_at`` = the time they are sent, no jitter) at that rate for ``--seconds``
