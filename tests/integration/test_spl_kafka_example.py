@@ -21,7 +21,7 @@ import pytest
 
 from connectors.avro import AvroCodec, encode_tweet
 from connectors.kafka import ensure_topics, producer
-from tests.support.jobs import CrashCase
+from tests.support.jobs import CrashCase, slow_first_python
 from tests.support.kafka import read_all
 from trending.windows.spl import parse_spec
 from trending.windows.spl.keyed import build_window, pure_inputs
@@ -184,12 +184,7 @@ def test_kafka_example_whose_python_worker_misses_spark_s_10_s_starts_again(
     out = producer(kafka_bootstrap)
     out.produce_many(source, ((b"k", encode_tweet(t)) for t in tweets()))
     out.flush()
-    once, wrapper = tmp_path / "slept", tmp_path / "slow-python"
-    wrapper.write_text(
-        f'#!/bin/sh\nif mkdir "{once}" 2>/dev/null; then sleep 12; fi\n'
-        f'exec "{sys.executable}" "$@"\n'
-    )
-    wrapper.chmod(0o755)
+    wrapper, once = slow_first_python(tmp_path)
     command = [sys.executable, str(EXAMPLE), "--bootstrap", kafka_bootstrap, "--topic", source]
     command += ["--spec", json.dumps(SPEC), "--output-topic", sink, "--dead-letter-topic", dead]
     command += ["--checkpoint", str(tmp_path / "ckpt"), "--available-now"]

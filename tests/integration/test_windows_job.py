@@ -29,7 +29,14 @@ import pytest
 
 from connectors.avro import AvroCodec
 from connectors.kafka import ensure_topics
-from tests.support.jobs import CrashCase, kill_group, run_to_end, start_job, wait_logged
+from tests.support.jobs import (
+    CrashCase,
+    kill_group,
+    run_to_end,
+    slow_first_python,
+    start_job,
+    wait_logged,
+)
 from tests.support.kafka import read_all
 from tests.support.queries import SLOW_TEST_TIMEOUT, await_end
 from tests.support.spark_cluster import cluster_env
@@ -403,13 +410,7 @@ def test_a_python_worker_missing_spark_s_fixed_10_s_has_the_job_start_again(
     once): the query fails on Spark's fixed 10 s for a Python worker to connect back, the job
     starts again from its checkpoint on its own, and the output equals the oracle."""
     topics, lines, command = snapshot_job(kafka_bootstrap, tmp_path, 61, events=300)
-    once = tmp_path / "slept"
-    wrapper = tmp_path / "slow-python"
-    wrapper.write_text(
-        f'#!/bin/sh\nif mkdir "{once}" 2>/dev/null; then sleep 12; fi\n'
-        f'exec "{sys.executable}" "$@"\n'
-    )
-    wrapper.chmod(0o755)
+    wrapper, once = slow_first_python(tmp_path)
     run = subprocess.run(
         [*command, "--available-now"], capture_output=True, text=True, timeout=300,
         env={**cluster_env(), "PYSPARK_PYTHON": str(wrapper)}, check=False,

@@ -8,12 +8,26 @@ import random
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from tests.support.spark_cluster import cluster_env
+
+
+def slow_first_python(folder: Path) -> tuple[Path, Path]:
+    """An interpreter wrapper for ``PYSPARK_PYTHON`` whose first start sleeps 12 s, past Spark's
+    fixed 10 s for a Python worker to connect back; and the marker its first start leaves."""
+    once, wrapper = folder / "slept", folder / "slow-python"
+    wrapper.write_text(
+        f'#!/bin/sh\nif mkdir "{once}" 2>/dev/null; then sleep 12; fi\n'
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper, once
 
 
 def run_to_end(command: list[str]) -> str:
