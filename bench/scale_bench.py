@@ -252,14 +252,15 @@ def report(results: dict[tuple[str, str, str], dict[str, Any]]) -> None:
         label = f"{name} {master}" + (", warm" if jvm == WARM else "")
         print(f"{label:<28}" + "".join(f"{c:>13}" for c in cells))
     rate = {key: r["tweets"] / r["seconds"] for key, r in results.items()}
-    zipf2, flat2, flat1, warm2, warm1 = (rate.get(run) for run in RUNS)
+    zipf2, flat2 = rate.get(RUNS[0]), rate.get(RUNS[1])
     print()
     if flat2 and zipf2:
         print(f"flat vs zipf-50k rate (local[2]): {flat2 / zipf2:.2f}x   (target >= 0.8x)")
-    for (two, one), jvm in (((flat2, flat1), COLD), ((warm2, warm1), WARM)):
+    for two_run, one_run in ((RUNS[1], RUNS[2]), (RUNS[3], RUNS[4])):
+        two, one, jvm = rate.get(two_run), rate.get(one_run), one_run[2]
         if two and one:
             print(f"local[2] vs local[1] (flat, {jvm}): {two / one:.2f}x   (target >= 1.6x)")
-            busy = results[(RUNS[2] if jvm == COLD else RUNS[4])].get("busy_cores")
+            busy = results[one_run].get("busy_cores")
             if busy:
                 print(
                     f"  local[1] kept {busy:.2f} of {os.cpu_count()} cores busy: local[2] can "
