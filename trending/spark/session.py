@@ -32,6 +32,12 @@ THROUGHPUT_GC = "-XX:+UseParallelGC"
 _OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")
 _COLLECTOR_FLAG = re.compile(r"-XX:\+Use\w*GC\b")
 JAR_GROUPS = ("connectors", "udf")
+# Without Hadoop's native library (the pyspark wheel has none) Hadoop's local file system runs a
+# child process (chmod, readlink) per checkpoint file it creates or renames, ~35 ms a file and
+# several files a micro-batch. This manager (jvm/udf, trending.fs) does the same through java.nio
+# on file: paths and leaves other schemes to Spark's own.
+CHECKPOINT_FILES_CONF = ("spark.sql.streaming.checkpointFileManagerClass",
+                         "trending.fs.ForklessCheckpointFileManager")  # fmt: skip
 
 
 def spark_jars() -> list[str]:
@@ -63,6 +69,7 @@ def build_session(
         .config(NO_DATA_CONF, "false")
         .config(DRIVER_OPTIONS_CONF, driver_java_options(os.environ))
         .config(EXECUTOR_OPTIONS_CONF, THROUGHPUT_GC)
+        .config(*CHECKPOINT_FILES_CONF)
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
