@@ -28,6 +28,14 @@ public final class BatchParams {
   /** The last text read and its parameters, replaced as one (tasks of two batches may race). */
   private record Parsed(String text, BatchParams params) {}
 
+  /**
+   * A thread's last answer: a task's local properties are fixed for its life, so the per-record
+   * calls of one task find their parameters here without a property lookup.
+   */
+  private record Lookup(long taskAttemptId, String job, BatchParams params) {}
+
+  private static final ThreadLocal<Lookup> LAST_LOOKUP = new ThreadLocal<>();
+
   private BatchParams(Long watermarkMs, Long clockMs, Map<Long, Long> thresholds) {
     this.watermarkMs = watermarkMs;
     this.clockMs = clockMs;
@@ -61,7 +69,19 @@ public final class BatchParams {
   /** The parameters of the running task's batch for {@code job} (none outside a task). */
   public static BatchParams current(String job) {
     TaskContext task = TaskContext.get();
-    String text = task == null ? null : task.getLocalProperty(PROPERTY_PREFIX + job);
+    if (task == null) {
+      return NONE;
+    }
+    Lookup last = LAST_LOOKUP.get();
+    if (last != null && last.taskAttemptId() == task.taskAttemptId() && last.job().equals(job)) {
+      return last.params();
+    }
+    BatchParams params = fromText(task.getLocalProperty(PROPERTY_PREFIX + job));
+    LAST_LOOKUP.set(new Lookup(task.taskAttemptId(), job, params));
+    return params;
+  }
+
+  private static BatchParams fromText(String text) {
     if (text == null) {
       return NONE;
     }

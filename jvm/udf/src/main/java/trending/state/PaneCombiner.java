@@ -1,11 +1,8 @@
 package trending.state;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
-import java.util.Objects;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Row;
@@ -67,41 +64,107 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
   }
 
   /**
-   * Per (tag, pane): tweets holding the tag, tweets counted first under it, newest event. It is
-   * its own map key: {@code hashCode} mixes the tag's and the pane's hashes with a finalizer,
-   * because tags made of similar syllables share the low bits of {@code String.hashCode}, which
-   * is all a {@link HashMap} table looks at.
+   * The tallies of one task, per {@code (tag, pane)}: tweets holding the tag, tweets counted first
+   * under it, newest event. An open-addressing table over parallel arrays (linear probing, at
+   * most half full), so counting a record allocates nothing once its {@code (tag, pane)} is in.
+   * The slot hash mixes the tag's and the pane's hashes with a finalizer, because tags made of
+   * similar syllables share the low bits of {@code String.hashCode}, which is all the slot index
+   * looks at. The tag {@code null} (a tweet without hashtags) is stored as {@link #NO_TAG}.
    */
-  private static final class Tally {
-    final String tag;
-    final long pane;
-    final int hash;
-    long n;
-    long tweets;
-    long maxEventMs = Long.MIN_VALUE;
+  static final class Tallies {
+    private static final String NO_TAG = new String("no tag");
+    private String[] tags = new String[1024];
+    private long[] panes = new long[1024];
+    private long[] n = new long[1024];
+    private long[] tweets = new long[1024];
+    private long[] maxEventMs = new long[1024];
+    private int size;
 
-    Tally(String tag, long pane) {
-      this.tag = tag;
-      this.pane = pane;
-      long h = (tag == null ? 0 : tag.hashCode()) * 0x9E3779B97F4A7C15L + pane;
+    /** Count one tweet holding {@code tag} in {@code pane}; {@code first}: its first tag. */
+    void add(String tag, long pane, long eventMs, boolean first) {
+      String key = tag == null ? NO_TAG : tag;
+      int slot = slotOf(key, pane);
+      if (tags[slot] == null) {
+        tags[slot] = key;
+        panes[slot] = pane;
+        maxEventMs[slot] = Long.MIN_VALUE;
+        if (++size * 2 > tags.length) {
+          grow();
+          slot = slotOf(key, pane);
+        }
+      }
+      n[slot]++;
+      if (first) {
+        tweets[slot]++;
+      }
+      if (eventMs > maxEventMs[slot]) {
+        maxEventMs[slot] = eventMs;
+      }
+    }
+
+    /** The slot holding {@code (key, pane)}, or the empty slot where it goes. */
+    private int slotOf(String key, long pane) {
+      int mask = tags.length - 1;
+      int slot = mix(key, pane) & mask;
+      while (true) {
+        String held = tags[slot];
+        if (held == null || (panes[slot] == pane && (held == key || held.equals(key)))) {
+          return slot;
+        }
+        slot = (slot + 1) & mask;
+      }
+    }
+
+    private static int mix(String key, long pane) {
+      long h = key.hashCode() * 0x9E3779B97F4A7C15L + pane;
       h = (h ^ (h >>> 33)) * 0xFF51AFD7ED558CCDL;
-      this.hash = (int) (h ^ (h >>> 33));
+      return (int) (h ^ (h >>> 33));
     }
 
-    @Override
-    public int hashCode() {
-      return hash;
+    private void grow() {
+      String[] oldTags = tags;
+      long[] oldPanes = panes;
+      long[] oldN = n;
+      long[] oldTweets = tweets;
+      long[] oldMax = maxEventMs;
+      int capacity = oldTags.length * 2;
+      tags = new String[capacity];
+      panes = new long[capacity];
+      n = new long[capacity];
+      tweets = new long[capacity];
+      maxEventMs = new long[capacity];
+      for (int i = 0; i < oldTags.length; i++) {
+        if (oldTags[i] != null) {
+          int slot = slotOf(oldTags[i], oldPanes[i]);
+          tags[slot] = oldTags[i];
+          panes[slot] = oldPanes[i];
+          n[slot] = oldN[i];
+          tweets[slot] = oldTweets[i];
+          maxEventMs[slot] = oldMax[i];
+        }
+      }
     }
 
-    @Override
-    public boolean equals(Object other) {
-      return other instanceof Tally t && t.pane == pane && Objects.equals(t.tag, tag);
+    /** One output row per tally ({@link #OUTPUT}); tweets without hashtags under {@code noTag}. */
+    void emit(List<Row> out, int noTag) {
+      for (int i = 0; i < tags.length; i++) {
+        String key = tags[i];
+        if (key == null) {
+          continue;
+        }
+        String tag = key == NO_TAG ? null : key;
+        int bucket = tag == null ? noTag : HashtagPaneProcessor.bucketOf(tag);
+        out.add(
+            RowFactory.create(
+                bucket, HashtagPaneProcessor.COUNTED, tag, panes[i], n[i], tweets[i],
+                maxEventMs[i], null, null, null, null, null, null, null));
+      }
     }
   }
 
   @Override
   public Iterator<Row> call(Iterator<Row> records) {
-    Map<Tally, Tally> tallies = new HashMap<>();
+    Tallies tallies = new Tallies();
     List<Row> out = new ArrayList<>();
     int noTag = -1 - Math.floorMod(partitionId(), SPREAD);
     while (records.hasNext()) {
@@ -115,36 +178,14 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
       long pane = geometry.paneStart(eventMs);
       String[] keys = Hashtags.keys(record.isNullAt(2) ? null : record.getString(2));
       if (keys.length == 0) {
-        tally(tallies, null, pane, eventMs, true);
+        tallies.add(null, pane, eventMs, true);
       }
       for (int i = 0; i < keys.length; i++) {
-        tally(tallies, keys[i], pane, eventMs, i == 0);
+        tallies.add(keys[i], pane, eventMs, i == 0);
       }
     }
-    for (Tally t : tallies.keySet()) {
-      int key = t.tag == null ? noTag : HashtagPaneProcessor.bucketOf(t.tag);
-      out.add(
-          RowFactory.create(
-              key, HashtagPaneProcessor.COUNTED, t.tag, t.pane, t.n, t.tweets, t.maxEventMs,
-              null, null, null, null, null, null, null));
-    }
+    tallies.emit(out, noTag);
     return out.iterator();
-  }
-
-  private static void tally(
-      Map<Tally, Tally> tallies, String key, long pane, long eventMs, boolean first) {
-    Tally probe = new Tally(key, pane);
-    Tally t = tallies.putIfAbsent(probe, probe);
-    if (t == null) {
-      t = probe;
-    }
-    t.n++;
-    if (first) {
-      t.tweets++;
-    }
-    if (eventMs > t.maxEventMs) {
-      t.maxEventMs = eventMs;
-    }
   }
 
   private static Row sideRow(Row record) {
