@@ -28,8 +28,8 @@ public class ForklessRawLocalFileSystem extends RawLocalFileSystem {
   public void setPermission(Path path, FsPermission permission) throws IOException {
     File file = pathToFile(path);
     PosixFileAttributeView view =
-        NativeIO.isAvailable()
-            ? null
+        NativeIO.isAvailable() || permission.getStickyBit()
+            ? null // the native call, or chmod for the bit java.nio cannot set
             : Files.getFileAttributeView(file.toPath(), PosixFileAttributeView.class);
     if (view == null) {
       super.setPermission(path, permission);
@@ -51,7 +51,7 @@ public class ForklessRawLocalFileSystem extends RawLocalFileSystem {
     return getFileStatus(path);
   }
 
-  /** The POSIX permission set of Hadoop's {@code permission} (its sticky bit has no such set). */
+  /** The POSIX permission set of Hadoop's {@code permission}, but its sticky bit. */
   static Set<PosixFilePermission> posix(FsPermission permission) {
     Set<PosixFilePermission> bits = EnumSet.noneOf(PosixFilePermission.class);
     add(bits, permission.getUserAction(), PosixFilePermission.OWNER_READ,

@@ -35,7 +35,9 @@ public final class CheckpointFiles {
 
   public CheckpointFiles(SparkSession spark, String location) {
     this.spark = spark;
-    Configuration conf = spark.sparkContext().hadoopConfiguration();
+    // the configuration Spark's streaming queries write their checkpoints with (its SQL
+    // settings included, such as the checkpoint file manager), so both go through one manager
+    Configuration conf = spark.sessionState().newHadoopConf();
     Path path = new Path(location);
     try {
       this.fs = path.getFileSystem(conf);
