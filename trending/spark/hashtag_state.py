@@ -22,7 +22,8 @@ the generated code the same in every batch, so it is compiled once. Record kinds
 * ``COUNTED``: an on-time tweet, whose newest window ``[s, e)`` has ``e > W``: counted per distinct
   hashtag key into pane ``t - ((t - a) mod g)``, per task before the shuffle, then in the state
   row of the tag's bucket (``hash(tag) mod 4096``: one state read and write per bucket, not per
-  hashtag); a tweet without hashtags still counts toward the batch figures;
+  hashtag; a task's counts of a bucket cross the shuffle as one packed row); a tweet without
+  hashtags still counts toward the batch figures;
 * ``LATE``: every window of the tweet is final (``last_end(t) <= W``), with its bytes;
 * ``DEAD``: a record that does not decode, with its bytes and the reason.
 

@@ -24,9 +24,10 @@ import scala.jdk.javaapi.CollectionConverters;
  * count of every open window a changed pane belongs to, if it can enter the window's top-k.
  *
  * <p>Input: the rows of {@link PaneCombiner}, grouped by key. A key {@code >= 0} is a bucket,
- * {@code floorMod(tag.hashCode(), BUCKETS)}: its state row holds the pane counts of all its tags
- * ({@link BucketState}), so the store sees one read and one write per bucket and batch, not per
- * hashtag, and one timer per bucket. Negative keys carry late and undecodable records, passed
+ * {@code floorMod(tag.hashCode(), BUCKETS)}, its rows the packed {@code (tag, pane, n)} counts of
+ * each task ({@link PaneCombiner#readPacked}); its state row holds the pane counts of all its
+ * tags ({@link BucketState}), so the store sees one read and one write per bucket and batch, not
+ * per hashtag, and one timer per bucket. Negative keys carry late and undecodable records, passed
  * through unchanged, and on-time tweets without hashtags, which only count toward the batch
  * figures. For a hashtag with rows {@code (pane, n)} in a batch under watermark {@code W}
  * ({@link BatchParams}):
@@ -139,12 +140,14 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
     Map<String, TreeSet<Long>> changed = new HashMap<>();
     long counted = 0;
     long max = Long.MIN_VALUE;
+    PaneCombiner.PackedCount add =
+        (tag, pane, n) -> {
+          state.tags.computeIfAbsent(tag, t -> new PaneCounts(4)).add(pane, n);
+          changed.computeIfAbsent(tag, t -> new TreeSet<>()).add(pane);
+        };
     while (rows.hasNext()) {
       Row row = rows.next();
-      String tag = row.getString(TAG);
-      long pane = row.getLong(PANE);
-      state.tags.computeIfAbsent(tag, t -> new PaneCounts(4)).add(pane, row.getLong(COUNT));
-      changed.computeIfAbsent(tag, t -> new TreeSet<>()).add(pane);
+      PaneCombiner.readPacked((byte[]) row.get(VALUE), add);
       counted += row.getLong(TWEETS);
       max = Math.max(max, row.getLong(MAX_EVENT_MS));
     }

@@ -1,8 +1,12 @@
 package trending.state;
 
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Row;
@@ -14,15 +18,17 @@ import trending.udf.Hashtags;
 
 /**
  * The map-side half of the counting, per task: each on-time tweet's distinct hashtag keys
- * ({@link Hashtags#keys}) are counted per {@code (tag, pane)} before anything is shuffled, so the
- * state step receives one row per {@code (tag, pane)} and task instead of one per tweet and tag.
+ * ({@link Hashtags#keys}) are counted per {@code (tag, pane)} before anything is shuffled, and
+ * the counts of a task go out packed per state bucket, so the shuffle, the sort before the state
+ * step and the state step see one row per bucket and task instead of one per tweet and tag.
  *
- * <p>Input ({@link #INPUT_COLUMNS}): decoded
- * records with their kind decided. Output ({@link #OUTPUT}): a row per {@code (tag, pane)}, keyed
- * by the tag's bucket ({@link HashtagPaneProcessor#bucketOf}), with {@code n} tweets holding the
- * tag, {@code tweets} of them counted first under it (each tweet once, under its first key, or
- * under a row without tag and a negative key when it has none) and their newest event time; late
- * and dead records pass through under negative keys, with their Kafka timestamp and headers.
+ * <p>Input ({@link #INPUT_COLUMNS}): decoded records with their kind decided. Output
+ * ({@link #OUTPUT}): per bucket ({@link HashtagPaneProcessor#bucketOf}) a row keyed by it whose
+ * {@code value} packs its {@code (tag, pane, n)} counts ({@link #readPacked}: {@code n} tweets
+ * hold the tag in the pane), with {@code tweets}, the tweets counted first under one of its tags
+ * (each tweet once, under its first key), and their newest event time; tweets without hashtags
+ * under a row without counts and a negative key; late and dead records pass through under
+ * negative keys, with their Kafka timestamp and headers.
  */
 public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
   private static final long serialVersionUID = 1L;
@@ -145,20 +151,72 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
       }
     }
 
-    /** One output row per tally ({@link #OUTPUT}); tweets without hashtags under {@code noTag}. */
+    /**
+     * One output row per bucket ({@link #OUTPUT}) with its tallies packed, and one for the
+     * tweets without hashtags under {@code noTag}.
+     */
     void emit(List<Row> out, int noTag) {
+      Map<Integer, Packed> packed = new HashMap<>();
       for (int i = 0; i < tags.length; i++) {
         String key = tags[i];
         if (key == null) {
           continue;
         }
-        String tag = key == NO_TAG ? null : key;
-        int bucket = tag == null ? noTag : HashtagPaneProcessor.bucketOf(tag);
-        out.add(
-            RowFactory.create(
-                bucket, HashtagPaneProcessor.COUNTED, tag, panes[i], n[i], tweets[i],
-                maxEventMs[i], null, null, null, null, null, null, null));
+        if (key == NO_TAG) {
+          out.add(countedRow(noTag, null, tweets[i], maxEventMs[i]));
+          continue;
+        }
+        Packed bucket =
+            packed.computeIfAbsent(HashtagPaneProcessor.bucketOf(key), b -> new Packed());
+        bucket.add(key, panes[i], n[i], tweets[i], maxEventMs[i]);
       }
+      for (Map.Entry<Integer, Packed> bucket : packed.entrySet()) {
+        Packed p = bucket.getValue();
+        out.add(countedRow(bucket.getKey(), p.bytes.toByteArray(), p.tweets, p.maxEventMs));
+      }
+    }
+  }
+
+  /** The packed counts of one bucket and its figures. */
+  private static final class Packed {
+    final ByteArrayOutputStream bytes = new ByteArrayOutputStream(64);
+    long tweets;
+    long maxEventMs = Long.MIN_VALUE;
+
+    void add(String tag, long pane, long n, long first, long eventMs) {
+      byte[] utf8 = tag.getBytes(StandardCharsets.UTF_8);
+      Varints.write(bytes, utf8.length);
+      bytes.write(utf8, 0, utf8.length);
+      Varints.write(bytes, Varints.zigzag(pane));
+      Varints.write(bytes, n);
+      tweets += first;
+      maxEventMs = Math.max(maxEventMs, eventMs);
+    }
+  }
+
+  private static Row countedRow(int key, byte[] packed, long tweets, long maxEventMs) {
+    return RowFactory.create(
+        key, HashtagPaneProcessor.COUNTED, null, null, 0L, tweets, maxEventMs,
+        null, null, null, packed, null, null, null);
+  }
+
+  /** A {@code (tag, pane, n)} count of a packed {@code value} ({@link #readPacked}). */
+  public interface PackedCount {
+    void accept(String tag, long pane, long n);
+  }
+
+  /**
+   * Hands each {@code (tag, pane, n)} of a packed {@code value} to {@code counts}. Layout: per
+   * count, varint UTF-8 length, the tag's UTF-8 bytes, zigzag varint pane start, varint n.
+   */
+  public static void readPacked(byte[] packed, PackedCount counts) {
+    int[] at = {0};
+    while (at[0] < packed.length) {
+      int length = (int) Varints.read(packed, at);
+      String tag = new String(packed, at[0], length, StandardCharsets.UTF_8);
+      at[0] += length;
+      long pane = Varints.unzigzag(Varints.read(packed, at));
+      counts.accept(tag, pane, Varints.read(packed, at));
     }
   }
 

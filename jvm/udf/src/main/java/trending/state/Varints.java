@@ -14,6 +14,16 @@ final class Varints {
     out.write((int) value);
   }
 
+  /** {@code value} mapped so that small negative numbers stay short: 0, -1, 1, -2 ... */
+  static long zigzag(long value) {
+    return (value << 1) ^ (value >> 63);
+  }
+
+  /** The inverse of {@link #zigzag}. */
+  static long unzigzag(long value) {
+    return (value >>> 1) ^ -(value & 1);
+  }
+
   /** The varint at {@code at[0]}, advancing it. */
   static long read(byte[] bytes, int[] at) {
     long value = 0;
