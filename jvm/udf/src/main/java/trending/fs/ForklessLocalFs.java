@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.AbstractFileSystem;
 import org.apache.hadoop.fs.ChecksumFs;
 import org.apache.hadoop.fs.DelegateToFileSystem;
 import org.apache.hadoop.fs.FsConstants;
@@ -19,12 +18,7 @@ import org.apache.hadoop.fs.local.LocalConfigKeys;
  */
 public class ForklessLocalFs extends ChecksumFs {
   public ForklessLocalFs(URI uri, Configuration conf) throws IOException, URISyntaxException {
-    super(raw(conf));
-  }
-
-  private static AbstractFileSystem raw(Configuration conf)
-      throws IOException, URISyntaxException {
-    return new Raw(conf);
+    super(new Raw(conf));
   }
 
   /** {@code org.apache.hadoop.fs.local.RawLocalFs} over {@link ForklessRawLocalFileSystem}. */

@@ -50,9 +50,6 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
   public static final int BUCKETS = 1 << 12;
   static final int COUNTED = 0;
   static final int KIND = 1;
-  static final int TAG = 2;
-  static final int PANE = 3;
-  static final int COUNT = 4;
   static final int TWEETS = 5;
   static final int MAX_EVENT_MS = 6;
   static final int PARTITION = 7;

@@ -183,13 +183,13 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
     long tweets;
     long maxEventMs = Long.MIN_VALUE;
 
-    void add(String tag, long pane, long n, long first, long eventMs) {
+    void add(String tag, long pane, long n, long firstTweets, long eventMs) {
       byte[] utf8 = tag.getBytes(StandardCharsets.UTF_8);
       Varints.write(bytes, utf8.length);
       bytes.write(utf8, 0, utf8.length);
       Varints.write(bytes, Varints.zigzag(pane));
       Varints.write(bytes, n);
-      tweets += first;
+      tweets += firstTweets;
       maxEventMs = Math.max(maxEventMs, eventMs);
     }
   }
