@@ -584,7 +584,7 @@ def test_hashtags_sharing_a_state_bucket_are_counted_apart(
 def test_the_candidates_of_a_batch_are_each_window_s_top_k_and_every_side_row(spark: Any) -> None:
     """``top_candidates`` on window-count rows spread over several tasks, with many ties (the
     tie order is by code point: U+FA0E before U+20000, which UTF-16 order would swap): per
-    window exactly the k rows a full sort gives, and every late or dead row."""
+    window exactly the k rows a full sort gives, and every late or dead row, in one partition."""
     from pyspark.sql.types import StructType
 
     from trending.spark.hashtag_state import top_candidates
@@ -613,8 +613,9 @@ def test_the_candidates_of_a_batch_are_each_window_s_top_k_and_every_side_row(sp
     frame = spark.createDataFrame(rows, schema)
     # rows spread over tasks at random, and each window's rows all in one task
     for batch in (frame.repartition(4), frame.repartition(2, "window_start")):
-        got = top_candidates(batch, k).collect()
-        check_candidates(got, counted, side, k)
+        candidates = top_candidates(batch, k)
+        assert candidates.rdd.getNumPartitions() == 1  # the driver collects one task's rows
+        check_candidates(candidates.collect(), counted, side, k)
 
 
 def check_candidates(got: list[Any], counted: list[Any], side: list[Any], k: int) -> None:

@@ -150,7 +150,7 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
         params = BatchParams(merger.watermark_ms, merger.thresholds(), clock_ms)
         self.state.prepare(batch, params)
         clock = time.monotonic()
-        table = top_candidates(batch, self.config.k).toArrow()
+        table = batch.toArrow()
         stats.phases["spark"] = time.monotonic() - clock
         clock = time.monotonic()
         candidates, side = candidate_rows(table)
@@ -275,7 +275,7 @@ def start_query(
         config.clock_skew,
     )
     writer = (
-        processor.state.apply(records)
+        top_candidates(processor.state.apply(records), config.k)
         .writeStream.queryName(f"trending-hashtags-{processor.job_id}")
         .option("checkpointLocation", processor.checkpoint.query_location)
         .outputMode("update")

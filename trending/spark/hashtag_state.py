@@ -7,9 +7,9 @@ One streaming plan per query, all of it in the JVM on the executors::
       ─ transformWithState keyed by hashtag (RocksDB):            (stateful, hash-partitioned by
           pane counts per tag, window counts of changed tags       hashtag over the shuffle
                                                                    partitions)
+      ─ k best per window and task (count desc, tag asc)         (a bounded heap per window)
+      ─ the k best of those per window                           (one task, the same heap)
     then per micro-batch, in ``foreachBatch``:
-      ─ k best per window and task (count desc, tag asc), by a   (executors: a bounded heap,
-        bounded heap; then row_number() over the same <= k         then a sort of those few)
       ─ collect: <= k candidate rows per open window + late and dead records
 
 The driver sets the batch's parameters (:class:`BatchParams`: the watermark ``W``, the batch's
@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
@@ -165,19 +165,16 @@ class HashtagState:
         return int(self._java.tweetCount()), None if newest == -(2**63) else newest
 
 
-def top_candidates(batch: DataFrame, k: int) -> DataFrame:
-    """Per window the ``k`` best changed counts (count desc, tag asc), and every side row.
+def top_candidates(rows: DataFrame, k: int) -> DataFrame:
+    """Per window the ``k`` best counts (count desc, tag asc), and every side row, in one partition.
 
-    Each task first keeps its own ``k`` best per window with a bounded heap
-    (``trending.state.TopCandidates``), then ``row_number() <= k`` picks among those; side rows
-    are their own groups (partition, offset), so each is kept.
+    ``trending.state.TopCandidates``: each task keeps its own ``k`` best per window with a bounded
+    heap, then one task keeps the ``k`` best of those, as ``row_number() over (partition by
+    window_start order by count desc, tag asc) <= k`` would. Part of the streaming plan, so the
+    driver only collects the result.
     """
-    jvm: Any = batch.sparkSession.sparkContext._jvm
-    narrowed = DataFrame(jvm.trending.state.TopCandidates.apply(batch._jdf, k), batch.sparkSession)
-    group = Window.partitionBy("kind", "window_start", "partition", "offset").orderBy(
-        F.col("count").desc(), F.col("tag").asc()
-    )
-    return narrowed.withColumn("rank", F.row_number().over(group)).where(F.col("rank") <= k)
+    jvm: Any = rows.sparkSession.sparkContext._jvm
+    return DataFrame(jvm.trending.state.TopCandidates.apply(rows._jdf, k), rows.sparkSession)
 
 
 def candidate_rows(table: Any) -> tuple[list[tuple[int, str, int]], list[tuple[Any, ...]]]:

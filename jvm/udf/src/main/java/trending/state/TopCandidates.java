@@ -13,11 +13,14 @@ import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 
 /**
- * Per task, the {@code k} best window-count rows of each window ({@link HashtagState#OUTPUT}):
- * count descending, then tag ascending by code point (Spark's string order); every other row
- * passes through. A bounded heap per window: {@code O(n log k)} where a sort of the task's rows
- * would be {@code O(n log n)}. The global top {@code k} of a window is among the union of the
- * tasks' top {@code k}, so Spark's {@code row_number() <= k} after this cuts the rest.
+ * The {@code k} best window-count rows of each window ({@link HashtagState#OUTPUT}): count
+ * descending, then tag ascending by code point (Spark's string order), as {@code row_number()
+ * over (partition by window_start order by count desc, tag asc) <= k} would keep them; every
+ * other row passes through. First per task, with a bounded heap per window ({@code O(n log k)}
+ * where a sort would be {@code O(n log n)}); the global top {@code k} of a window is among the
+ * union of the tasks' top {@code k}, so the same heap over that union, in one task, keeps it.
+ * Both steps are part of the streaming plan: the driver plans them once per micro-batch with
+ * the rest of it, and collects at most {@code k} rows per window.
  */
 public final class TopCandidates implements MapPartitionsFunction<Row, Row> {
   private static final long serialVersionUID = 1L;
@@ -37,9 +40,11 @@ public final class TopCandidates implements MapPartitionsFunction<Row, Row> {
     this.k = k;
   }
 
-  /** {@code rows} narrowed to at most {@code k} window-count rows per window and task. */
+  /** {@code rows} narrowed to the {@code k} best window-count rows per window, in one partition. */
   public static Dataset<Row> apply(Dataset<Row> rows, int k) {
-    return rows.mapPartitions(new TopCandidates(k), Encoders.row(rows.schema()));
+    TopCandidates best = new TopCandidates(k);
+    Dataset<Row> perTask = rows.mapPartitions(best, Encoders.row(rows.schema()));
+    return perTask.repartition(1).mapPartitions(best, Encoders.row(rows.schema()));
   }
 
   @Override
