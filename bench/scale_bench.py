@@ -281,7 +281,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--max-offsets-per-trigger", type=int, default=100_000)
-    parser.add_argument("--rates", default="50000,60000,70000,80000", help="steady rates, tweets/s")
+    parser.add_argument(
+        "--rates", default="50000,60000,70000,80000,90000", help="steady rates, tweets/s"
+    )
     parser.add_argument("--seconds", type=float, default=60.0, help="length of a steady run")
     parser.add_argument("--skip-batch", action="store_true", help="only the steady runs")
     parser.add_argument(
