@@ -40,7 +40,7 @@ JIT_THRESHOLDS = (
     "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
     "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
 )
-_JIT_FLAG = re.compile(r"-XX:[+-]?(Tier\w*|\w*CompileThreshold\w*|TieredCompilation)\b")
+_JIT_FLAG = re.compile(r"-XX:[+-]?(Tier\w*|\w*CompileThreshold\w*)\b")
 JAR_GROUPS = ("connectors", "udf")
 # Without Hadoop's native library (the pyspark wheel has none) Hadoop's local file system runs a
 # child process (chmod, readlink) per checkpoint file it creates or renames, ~35 ms a file and
