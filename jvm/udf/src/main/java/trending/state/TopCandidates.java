@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.PriorityQueue;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoder;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 
@@ -43,8 +44,8 @@ public final class TopCandidates implements MapPartitionsFunction<Row, Row> {
   /** {@code rows} narrowed to the {@code k} best window-count rows per window, in one partition. */
   public static Dataset<Row> apply(Dataset<Row> rows, int k) {
     TopCandidates best = new TopCandidates(k);
-    Dataset<Row> perTask = rows.mapPartitions(best, Encoders.row(rows.schema()));
-    return perTask.repartition(1).mapPartitions(best, Encoders.row(rows.schema()));
+    Encoder<Row> sameRows = Encoders.row(rows.schema());
+    return rows.mapPartitions(best, sameRows).repartition(1).mapPartitions(best, sameRows);
   }
 
   @Override
