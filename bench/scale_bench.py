@@ -3,16 +3,18 @@
 1M tweets (``--count``) in batches of 100,000 (``--max-offsets-per-trigger``), 5m/1m windows, top
 10, on two data sets made once: Zipf 1.1 over 50k hashtags, and Zipf 0.6 over 3M hashtags (a flat,
 long tail). Runs, each in its own process (its own JVM): both data sets on ``local[2]``, and the
-flat one on ``local[1]``; then the flat one on ``local[2]`` and ``local[1]`` again in warm JVMs,
-measured on a second whole run in the same JVM (a cold JVM's JIT compiler keeps most of a core busy
-for the whole of a 1M-tweet run). Prints per run the tweets/s from the first batch to the last
-commit, median per-batch phase times (``spark``: the executors' work, collected; ``windows`` +
+flat one on ``local[1]``, once free to use both cores and once pinned to one (the process and the
+JVM it starts get one CPU, ``sched_setaffinity``); then the flat ones again in warm JVMs, measured
+on a second whole run in the same JVM (a cold JVM's JIT compiler keeps most of a core busy for the
+whole of a 1M-tweet run). Prints per run the tweets/s from the first batch to the last commit,
+median per-batch phase times (``spark``: the executors' work, collected; ``windows`` +
 ``snapshot``: the driver's merge and state; ``publish``: the Kafka transaction), the driver's share
 of batch time, the driver's committed state (bytes), Spark's state (most rows written in a batch,
 bytes) and the machine's busy cores over the run (every process, the broker's too), then the ratios
-the targets are stated in. The CPU work per tweet does not shrink with more task threads, so
-local[2] can be at most (cores / local[1]'s busy cores) times as fast as local[1] on this machine:
-that bound is printed beside the ratio.
+the targets are stated in. Scaling is ``local[2]`` on two cores against ``local[1]`` on one: an
+unpinned ``local[1]`` has one task thread, but its driver, JIT compiler and garbage collector run
+on the other core, so it is printed too, with its bound: the CPU work per tweet does not shrink
+with more task threads, so local[2] can be at most (cores / local[1]'s busy cores) times as fast.
 
 Then a steady run per rate in ``--rates`` (flat data, ``local[2]``, the 1 s trigger): tweets
 made live (``created_at`` = the time they are sent, no jitter) at that rate for ``--seconds``
@@ -42,7 +44,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -53,12 +55,29 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = {"zipf 1.1 / 50k": (1.1, 50_000), "zipf 0.6 / 3M": (0.6, 3_000_000)}
 MAX_LAG_GROWTH = 0.05  # s/s: a backlog 5% of the rate ahead of the job, or 3 s more lag a minute
 COLD, WARM = "cold", "warm"
-RUNS = (  # data, master, JVM
-    ("zipf 1.1 / 50k", "local[2]", COLD),
-    ("zipf 0.6 / 3M", "local[2]", COLD),
-    ("zipf 0.6 / 3M", "local[1]", COLD),
-    ("zipf 0.6 / 3M", "local[2]", WARM),
-    ("zipf 0.6 / 3M", "local[1]", WARM),
+ALL_CPUS = 0  # a run free to use every CPU of the machine
+
+
+class Run(NamedTuple):
+    data: str
+    master: str
+    jvm: str
+    cpus: int = ALL_CPUS  # else pinned to this many CPUs
+
+    def label(self) -> str:
+        pinned = f", {self.cpus} core" + ("s" if self.cpus > 1 else "") if self.cpus else ""
+        return f"{self.data} {self.master}" + (", warm" if self.jvm == WARM else "") + pinned
+
+
+FLAT = "zipf 0.6 / 3M"
+RUNS = (
+    Run("zipf 1.1 / 50k", "local[2]", COLD),
+    Run(FLAT, "local[2]", COLD),
+    Run(FLAT, "local[1]", COLD),
+    Run(FLAT, "local[1]", COLD, cpus=1),
+    Run(FLAT, "local[2]", WARM),
+    Run(FLAT, "local[1]", WARM),
+    Run(FLAT, "local[1]", WARM, cpus=1),
 )
 
 
@@ -228,11 +247,11 @@ def median_of(batches: list[dict[str, Any]], key: str) -> float:
     return float(statistics.median(b["phases"].get(key, 0.0) for b in batches))
 
 
-def report(results: dict[tuple[str, str, str], dict[str, Any]]) -> None:
+def report(results: dict[Run, dict[str, Any]]) -> None:
     header = ("tweets/s", "batch s", "spark s", "driver s", "publish s", "driver %",
               "driver state", "rows written", "spark MB", "peak MB", "busy cores")  # fmt: skip
-    print(f"\n{'run (median batch)':<28}" + "".join(f"{h:>13}" for h in header))
-    for (name, master, jvm), r in results.items():
+    print(f"\n{'run (median batch)':<38}" + "".join(f"{h:>13}" for h in header))
+    for run, r in results.items():
         batches = r["batches"][1:] or r["batches"]  # the first batch also loads the state store
         batch_s = statistics.median(b["seconds"] for b in batches)
         driver = median_of(batches, "windows") + median_of(batches, "snapshot")
@@ -249,23 +268,36 @@ def report(results: dict[tuple[str, str, str], dict[str, Any]]) -> None:
             f"{r['peak'] / 2**20:,.0f}",
             "-" if r.get("busy_cores") is None else f"{r['busy_cores']:.2f}",
         )
-        label = f"{name} {master}" + (", warm" if jvm == WARM else "")
-        print(f"{label:<28}" + "".join(f"{c:>13}" for c in cells))
-    rate = {key: r["tweets"] / r["seconds"] for key, r in results.items()}
+        print(f"{run.label():<38}" + "".join(f"{c:>13}" for c in cells))
+    rate = {run: r["tweets"] / r["seconds"] for run, r in results.items()}
     zipf2, flat2 = rate.get(RUNS[0]), rate.get(RUNS[1])
     print()
     if flat2 and zipf2:
         print(f"flat vs zipf-50k rate (local[2]): {flat2 / zipf2:.2f}x   (target >= 0.8x)")
-    for two_run, one_run in ((RUNS[1], RUNS[2]), (RUNS[3], RUNS[4])):
-        two, one, jvm = rate.get(two_run), rate.get(one_run), one_run[2]
-        if two and one:
-            print(f"local[2] vs local[1] (flat, {jvm}): {two / one:.2f}x   (target >= 1.6x)")
-            busy = results[one_run].get("busy_cores")
-            if busy:
-                print(
-                    f"  local[1] kept {busy:.2f} of {os.cpu_count()} cores busy: local[2] can "
-                    f"be at most {(os.cpu_count() or 1) / busy:.2f}x as fast here"
-                )
+    for jvm in (COLD, WARM):
+        two = rate.get(Run(FLAT, "local[2]", jvm))
+        one_core = rate.get(Run(FLAT, "local[1]", jvm, cpus=1))
+        one = Run(FLAT, "local[1]", jvm)
+        if two and one_core:
+            print(f"local[2] on 2 cores vs local[1] on 1 core (flat, {jvm}): "
+                  f"{two / one_core:.2f}x   (target >= 1.6x)")  # fmt: skip
+        busy = results[one].get("busy_cores") if one in results else None
+        if two and busy:
+            print(f"  vs local[1] free to use both cores: {two / rate[one]:.2f}x; it kept "
+                  f"{busy:.2f} of {cpu_count()} cores busy, so local[2] can be at most "
+                  f"{cpu_count() / busy:.2f}x as fast as it")  # fmt: skip
+
+
+def cpu_count() -> int:
+    return os.cpu_count() or 1
+
+
+def pin_to_cpus(count: int) -> None:
+    """This process, and the JVM it starts, on the first ``count`` of its allowed CPUs."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if count > len(allowed):
+        raise SystemExit(f"cannot pin to {count} CPUs: this process may use {len(allowed)}")
+    os.sched_setaffinity(0, allowed[:count])
 
 
 def result_of(text: str, what: str) -> dict[str, Any]:
@@ -292,6 +324,7 @@ def main() -> int:
     parser.add_argument(
         "--one", nargs=4, metavar=("BOOTSTRAP", "TOPIC", "MASTER", "JVM"), help=argparse.SUPPRESS
     )
+    parser.add_argument("--cpus", type=int, default=ALL_CPUS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if args.steady_one:
@@ -300,11 +333,13 @@ def main() -> int:
         return 0
     if args.one:
         bootstrap, topic, master, jvm = args.one
+        if args.cpus != ALL_CPUS:
+            pin_to_cpus(args.cpus)
         figures = run_one(bootstrap, topic, master, args.max_offsets_per_trigger, jvm)
         print("RESULT " + json.dumps(figures), flush=True)
         return 0
     with bench_broker(ROOT / "build" / "bench" / "broker") as bootstrap:
-        results = {}
+        results: dict[Run, dict[str, Any]] = {}
         topics = (
             {}
             if args.skip_batch
@@ -313,15 +348,13 @@ def main() -> int:
                 for name, (zipf_s, vocabulary) in DATA.items()
             }
         )
-        for name, master, jvm in RUNS if topics else ():
-            command = [sys.executable, __file__, "--one", bootstrap, topics[name], master, jvm,
+        for run in RUNS if topics else ():
+            command = [sys.executable, __file__, "--one", bootstrap, topics[run.data], run.master,
+                       run.jvm, "--cpus", str(run.cpus),
                        "--max-offsets-per-trigger", str(args.max_offsets_per_trigger)]  # fmt: skip
             wall, peak, text = run_measured(command)
-            results[(name, master, jvm)] = result_of(text, f"{name} on {master}") | {
-                "wall": wall,
-                "peak": peak,
-            }
-            print(f"ran {name} on {master} ({jvm} JVM) in {wall:.0f}s", flush=True)
+            results[run] = result_of(text, run.label()) | {"wall": wall, "peak": peak}
+            print(f"ran {run.label()} ({run.jvm} JVM) in {wall:.0f}s", flush=True)
         if results:
             report(results)
         steady = []
