@@ -151,25 +151,36 @@ def decode_avro(
     if registry is None:
         body: Column = F.col("value")
         malformed = avro_check(df.sparkSession, schema_json, confluent=False)
-        early = F.when(F.col("value").isNull(), F.lit("empty value")).when(
-            malformed.isNotNull(), malformed
+        df = df.withColumn(
+            "_early",
+            F.when(F.col("value").isNull(), F.lit("empty value")).when(
+                malformed.isNotNull(), malformed
+            ),
         )
     else:
         df = df.withColumn("_wire", wire_decoder(df.sparkSession, schema_json, registry))
-        body, early = F.col("_wire.body"), F.col("_wire.reason")
+        df = df.withColumn("_early", F.col("_wire.reason"))
+        body = F.col("_wire.body")
     options = {"mode": "PERMISSIVE"}
     reader_schema = schema_json
     if fields is not None:
         reader_schema = options["avroSchema"] = projected_schema(schema_json, fields)
-    record = from_avro(body, schema_json, options)
+    # Decoded once, in a column of its own, and only when the value passed its checks.
+    df = df.withColumn(
+        "_decoded", F.when(F.col("_early").isNull(), from_avro(body, schema_json, options))
+    )
+    record = F.col("_decoded")
     # PERMISSIVE decoding yields a struct of nulls for bytes that do not decode: a null in a
     # field the schema declares non-nullable is how a malformed value shows.
     missing = [record.getField(name).isNull() for name in required_fields(reader_schema)]
     undecodable = record.isNull()
     for check in missing:
         undecodable = undecodable | check
-    reason = F.coalesce(early, F.when(undecodable, F.lit("value is not valid Avro for the schema")))
+    reason = F.coalesce(
+        F.col("_early"), F.when(undecodable, F.lit("value is not valid Avro for the schema"))
+    )
     decoded = df.withColumn("reason", reason).withColumn(
         "record", F.when(F.col("reason").isNull(), record)
     )
+    decoded = decoded.drop("_early", "_decoded")
     return decoded.drop("_wire") if registry is not None else decoded
