@@ -182,5 +182,4 @@ def decode_avro(
     decoded = df.withColumn("reason", reason).withColumn(
         "record", F.when(F.col("reason").isNull(), record)
     )
-    decoded = decoded.drop("_early", "_decoded")
-    return decoded.drop("_wire") if registry is not None else decoded
+    return decoded.drop("_early", "_decoded", "_wire")  # a column it lacks is no error

@@ -94,6 +94,22 @@ def test_each_malformed_value_has_its_reason_and_valid_ones_decode(spark: Any) -
     }
 
 
+@pytest.mark.parametrize("fields", [None, ("text", "created_at")])
+def test_a_value_is_decoded_once(spark: Any, fields: tuple[str, ...] | None) -> None:
+    """The reason and the record come from one ``from_avro``: each one in the executed plan
+    decodes every valid value again."""
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from connectors.spark_kafka import decode_avro
+
+    schema = StructType([StructField("value", BinaryType())])
+    df = spark.createDataFrame([(tweet(),), (tweet() + b"\x00",)], schema)
+    out = decode_avro(df, schema_json("tweet"), None, fields).select("reason", "record")
+    plan = out._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("from_avro(") == 1, plan
+    assert [row["reason"] is None for row in out.collect()] == [True, False]
+
+
 def header(schema_id: int) -> bytes:
     """Confluent wire format: magic byte 0, then the schema id as 4 big-endian bytes."""
     return b"\x00" + schema_id.to_bytes(4, "big")
