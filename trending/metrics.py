@@ -63,8 +63,12 @@ OVERSIZED = "oversized"  # too large for its topic: trending.jobs.letters
 UNKNOWN_SCHEMA = "unknown_schema"  # no schema of that id: trending.avro.WireDecoder
 INCOMPATIBLE_SCHEMA = "incompatible_schema"  # its writer schema cannot be read as the job's
 OTHER_REASON = "other"
+# a record beyond one of a job's bounds: its reason starts "over --<flag>: " (trending.text.bounds)
+BOUND_FLAGS = ("max-text-chars", "max-hashtags", "max-hashtag-chars", "max-url-scan-steps")
+BOUND_LABELS = {flag: flag.replace("-", "_") for flag in BOUND_FLAGS}
 DEAD_LABELS = (
     *DEAD_REASONS.values(),
+    *BOUND_LABELS.values(),
     MALFORMED_AVRO,
     INVALID_UTF8,
     OVERSIZED,
@@ -301,6 +305,9 @@ def dead_reason_label(reason: str | None) -> str:
         return MALFORMED_AVRO
     if text.startswith(f"{OVERSIZED}: "):
         return OVERSIZED
+    bound = _BOUND.match(text)
+    if bound and bound[1] in BOUND_LABELS:
+        return BOUND_LABELS[bound[1]]
     if text.startswith("unknown schema id "):
         return UNKNOWN_SCHEMA
     if _WRITER_SCHEMA.search(text):
@@ -308,6 +315,7 @@ def dead_reason_label(reason: str | None) -> str:
     return OTHER_REASON
 
 
+_BOUND = re.compile(r"over --([a-z-]+): ")
 _WRITER_SCHEMA = re.compile(
     r"^(schema id \d+ (is not compatible with|is \S+, not Avro|is not a valid Avro schema)"
     r"|value of schema id \d+ cannot be read)"

@@ -672,3 +672,66 @@ def test_a_lease_file_replaced_while_it_is_read_reads_whole_or_missing(
     assert len(reads) > 100
     assert {text for text in reads if text is not None} <= written
     assert storage.read("0000000001.beat") == "beat 399"
+
+
+def crafted_tweets(start_id: int, created_at: int) -> dict[str, tuple[dict[str, Any], str | None]]:
+    """Tweets valid by the schema but extreme, each with the flag of the bound it breaks under
+    the default bounds (None: within them, and counted)."""
+    texts = {
+        "300k-char hashtag": ("#" + "a" * 300_000, "max-text-chars"),
+        "900 kB URL-like text": ("-a" * 450_000 + ".x/#tag", "max-text-chars"),
+        "20,000 hashtags": (" ".join(f"#t{i}" for i in range(20_000)), "max-text-chars"),
+        "101 hashtags": (" ".join(f"#many{i}" for i in range(101)), "max-hashtags"),
+        "281-char hashtag": ("#" + "b" * 281 + " #fine", "max-hashtag-chars"),
+        "super-linear URL scan": ("-a" * 5_000 + ".x/#tag", "max-url-scan-steps"),
+        # within the bounds: the regex recurses once per "(b)", past a default thread stack
+        "deep URL path": ("example.com/" + "a(b)" * 2_500 + " #deep", None),
+        "100 hashtags": (" ".join(f"#hundred{i}" for i in range(100)), None),
+        "280-char hashtag": ("#" + "c" * 280, None),
+        "280 astral letters": ("#" + "\U00020000" * 280, None),  # 560 UTF-16 units
+    }
+    return {
+        name: ({"id": start_id + i, "user": "crafted", "text": text, "created_at": created_at,
+                "lang": None}, flag)
+        for i, (name, (text, flag)) in enumerate(texts.items())
+    }  # fmt: skip
+
+
+def test_crafted_tweets_are_dead_letters_naming_their_bound_and_the_rest_is_exact(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """Among ordinary tweets, tweets that would cost a task minutes (a 900 kB text whose URL
+    scan backtracks) or its stack (a URL path of nested groups): each one beyond a bound is a
+    dead letter whose reason names the flag, and is counted under that label; the others count
+    as the hashtag rule says; the run ends."""
+    job = Job(kafka_bootstrap, tmp_path)
+    ensure_topics(kafka_bootstrap, [job.topics["dlq"]], 1, config={"max.message.bytes": "2000000"})
+    first, second = make_tweets(2_000, seed=31), make_tweets(2_000, seed=32, start_index=2_000)
+    crafted = crafted_tweets(80_000, BASE_MS + 60_000)
+    produce(kafka_bootstrap, job.topics["tweets"], first)
+    job.run(spark)
+    produce(kafka_bootstrap, job.topics["tweets"], [*(t for t, _ in crafted.values()), *second])
+    query, processor = start_query(spark, job.config())
+    try:
+        assert query.awaitTermination(300), "the run with crafted tweets did not end in 300 s"
+    finally:
+        processor.close()
+    assert query.exception() is None
+    counted = [t for t, flag in crafted.values() if flag is None]
+    tweets = first + second + counted
+    assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
+    letters = {d["key"]: d for d in (AvroCodec("dead_letter").decode(r.value) for r in read_all(
+        kafka_bootstrap, job.topics["dlq"]))}  # fmt: skip
+    expected = {str(t["id"]).encode(): flag for t, flag in crafted.values() if flag is not None}
+    assert {key: d["reason"].split(":")[0] for key, d in letters.items()} == {
+        key: f"over --{flag}" for key, flag in expected.items()
+    }
+    assert all(AvroCodec("tweet").decode(d["value"])["id"] == int(k) for k, d in letters.items())
+    reasons = Counter[str]()
+    for stats in processor.history:
+        reasons.update(stats.dead_reasons)
+    from trending.metrics import dead_reason_label
+
+    assert Counter(dead_reason_label(r) for r in reasons.elements()) == Counter(
+        flag.replace("-", "_") for flag in expected.values()
+    )

@@ -298,6 +298,11 @@ def test_dead_letter_reasons_map_to_few_labels() -> None:
             "future-timestamp",
             "past-timestamp",
             "distance must be a number >= 0",
+            "over --max-text-chars: a text of 900007 characters (at most 25000)",
+            "over --max-hashtags: 20000 hashtags (at most 100)",
+            "over --max-hashtag-chars: a hashtag of 300000 characters (at most 280)",
+            "over --max-url-scan-steps: finding the URLs of this text takes more than 256 steps",
+            "over --no-such-flag: made up",
             "unknown schema id 4000000000",
             "schema id 7 is not compatible with the job's schema trending.Tweet",
             "schema id 8 is PROTOBUF, not Avro",
@@ -323,5 +328,14 @@ def test_dead_letter_reasons_map_to_few_labels() -> None:
         "future-timestamp": "future_timestamp",
         "past-timestamp": "past_timestamp",
         "distance must be a number >= 0": "other",
+        "over --max-text-chars: a text of 900007 characters (at most 25000)": "max_text_chars",
+        "over --max-hashtags: 20000 hashtags (at most 100)": "max_hashtags",
+        "over --max-hashtag-chars: a hashtag of 300000 characters (at most 280)": (
+            "max_hashtag_chars"
+        ),
+        "over --max-url-scan-steps: finding the URLs of this text takes more than 256 steps": (
+            "max_url_scan_steps"
+        ),
+        "over --no-such-flag: made up": "other",
         None: "other",
     }

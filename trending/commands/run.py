@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from trending.jobs.hashtags import HashtagJobConfig
     from trending.jobs.sensors import SensorJobConfig
     from trending.jobs.windows import WindowsJobConfig
+    from trending.text.bounds import TweetBounds
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -137,6 +138,7 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
         "and the top-k candidates before the query starts (nothing is kept), so the first "
         "batch does not pay for JIT compilation; 0: none",
     )
+    _add_tweet_bounds(parser)
     topics = parser.add_argument_group("topics")
     topics.add_argument("--input-topic", default="tweets")
     topics.add_argument("--output-topic", default="trending-hashtags")
@@ -144,6 +146,30 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
     topics.add_argument("--dead-letter-topic", default="tweets-dlq")
     _add_spark_arguments(parser, topics, "checkpoints/hashtags")
     parser.set_defaults(handler=run_hashtags)
+
+
+def _add_tweet_bounds(parser: argparse.ArgumentParser) -> None:
+    from trending.text.bounds import TweetBounds
+
+    bounds = parser.add_argument_group(
+        "bounds", "a tweet beyond one is a dead letter whose reason names the flag"
+    )
+    default = TweetBounds()
+    for flag, metavar, text in (
+        ("--max-text-chars", "N", "characters of a tweet's text"),
+        ("--max-hashtags", "N", "hashtags in one tweet"),
+        ("--max-hashtag-chars", "N", "characters of one hashtag, without its #"),
+        (
+            "--max-url-scan-steps",
+            "N",
+            "regex steps per character that finding a text's URLs may take (the hashtag rule "
+            "drops hashtags inside URLs; crafted text can make that scan super-linear)",
+        ),
+    ):
+        name = flag[2:].replace("-", "_")
+        bounds.add_argument(
+            flag, type=_count, default=getattr(default, name), metavar=metavar, help=text
+        )
 
 
 def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -333,6 +359,7 @@ def run_hashtags(args: argparse.Namespace) -> int:
         k=args.top,
         lateness_ms=args.lateness,
         warm_up_rows=args.warm_up_rows,
+        bounds=_tweet_bounds(args),
         **_job_settings(args, bootstrap, kafka_options),
     )
     _validate(config)
@@ -436,6 +463,18 @@ def _wait_for_kafka(bootstrap: str, kafka_options: dict[str, str]) -> None:
             f"{error}: start one with `trending broker` or point --bootstrap-servers "
             "(or KAFKA_BOOTSTRAP_SERVERS) at your cluster"
         ) from error
+
+
+def _tweet_bounds(args: argparse.Namespace) -> TweetBounds:
+    from trending.text.bounds import TweetBounds
+
+    try:
+        return TweetBounds(
+            args.max_text_chars, args.max_hashtags, args.max_hashtag_chars,
+            args.max_url_scan_steps,
+        )  # fmt: skip
+    except ValueError as error:
+        raise UserError(str(error)) from error
 
 
 def _validate(config: HashtagJobConfig) -> None:

@@ -42,6 +42,7 @@ from trending.spark.hashtag_state import (
     top_candidates,
     warm_up,
 )
+from trending.text.bounds import TweetBounds
 from trending.windows.sliding import SlidingWindows
 from trending.windows.topk_merge import MergeState, TopKMerger, TopKUpdate
 
@@ -70,6 +71,7 @@ class HashtagJobConfig(JobSettings):
     k: int = 10
     lateness_ms: int = 30_000
     warm_up_rows: int = DEFAULT_WARM_UP_ROWS  # see trending.spark.hashtag_state.warm_up
+    bounds: TweetBounds = field(default_factory=TweetBounds)
 
     @property
     def windows(self) -> SlidingWindows:
@@ -273,6 +275,7 @@ def start_query(
         processor.job_id,
         config.lateness_ms,
         config.clock_skew,
+        config.bounds,
     )
     writer = (
         top_candidates(processor.state.apply(records), config.k)

@@ -25,7 +25,8 @@ the generated code the same in every batch, so it is compiled once. Record kinds
   hashtag; a task's counts of a bucket cross the shuffle as one packed row); a tweet without
   hashtags still counts toward the batch figures;
 * ``LATE``: every window of the tweet is final (``last_end(t) <= W``), with its bytes;
-* ``DEAD``: a record that does not decode, with its bytes and the reason.
+* ``DEAD``: a record that does not decode, or a tweet beyond the job's bounds
+  (:class:`trending.text.bounds.TweetBounds`), with its bytes and the reason.
 
 The batch figures (on-time tweets, newest on-time event time) reach the driver through Spark
 accumulators. Spark's own watermark (``withWatermark`` on the on-time event times, delay =
@@ -46,6 +47,7 @@ from pyspark.sql.avro.functions import to_avro
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
 from trending.spark.clock import ClockSkew, skew_reason
+from trending.text.bounds import TweetBounds
 from trending.windows.sliding import SlidingWindows
 
 if TYPE_CHECKING:
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 COUNTED, LATE, DEAD = 0, 1, 2
 WATERMARK_FUNCTION = ("trending_batch_watermark", "trending.state.BatchWatermark")
 CLOCK_FUNCTION = ("trending_batch_clock", "trending.state.BatchClock")
+BOUNDS_FUNCTION = ("trending_hashtag_bounds", "trending.udf.HashtagBounds")
 PARAMS_PREFIX = "spark.trending.batch."
 STATE_CLASS = "trending.state.HashtagState"
 SIDE_COLUMNS = ("kind", "partition", "offset", "key", "value", "reason", "record_ts", "headers")
@@ -76,18 +79,37 @@ class BatchParams:
         return f"w={watermark};c={clock};t={pairs}"
 
 
+def bounds_reason(bounds: TweetBounds, text: Column) -> Column:
+    """Why a tweet of ``text`` is beyond ``bounds`` (null when within): the text's length in
+    Spark SQL; the hashtag bounds by ``trending.udf.HashtagBounds``, for texts longer than
+    :attr:`TweetBounds.unchecked_chars` only."""
+    length = F.length(text)
+    check = F.call_function(
+        BOUNDS_FUNCTION[0], text, F.lit(bounds.max_hashtags), F.lit(bounds.max_hashtag_chars),
+        F.lit(bounds.max_url_scan_steps).cast("long"),
+    )  # fmt: skip
+    too_long = F.concat(
+        F.lit("over --max-text-chars: a text of "), length.cast("string"),
+        F.lit(f" characters (at most {bounds.max_text_chars})"),
+    )  # fmt: skip
+    return F.when(length > bounds.max_text_chars, too_long).when(
+        length > bounds.unchecked_chars, check
+    )
+
+
 def register_functions(spark: SparkSession) -> None:
-    """Register the JVM functions the lateness and clock tests call."""
-    from pyspark.sql.types import LongType
+    """Register the JVM functions the lateness, clock and bounds tests call."""
+    from pyspark.sql.types import LongType, StringType
 
     for name, java_class in (WATERMARK_FUNCTION, CLOCK_FUNCTION):
         spark.udf.registerJavaFunction(name, java_class, LongType())
+    spark.udf.registerJavaFunction(*BOUNDS_FUNCTION, StringType())
 
 
 def hashtag_records(
     raw: DataFrame, schema_json: str, registry: SchemaRegistryAccess | None,
     windows: SlidingWindows, job: str,
-    lateness_ms: int, skew: ClockSkew,
+    lateness_ms: int, skew: ClockSkew, bounds: TweetBounds,
 ) -> DataFrame:  # fmt: skip
     """Decoded streaming Kafka records with their kind (see the module docstring).
 
@@ -96,17 +118,20 @@ def hashtag_records(
     dead records only). Spark's
     watermark follows the event times of the on-time tweets, with delay = lateness. A tweet
     whose time is too far from the batch's clock (``skew``; the clock of :class:`BatchParams`)
-    is ``DEAD``.
+    is ``DEAD``, and so is a tweet beyond ``bounds``.
     """
     decoded = decode_avro(raw, schema_json, registry, fields=("text", "created_at"))
     event_ms = F.unix_millis(F.col("record.created_at"))
     watermark = F.call_function(WATERMARK_FUNCTION[0], F.lit(job))
     clock = F.call_function(CLOCK_FUNCTION[0], F.lit(job))
     skewed = skew_reason(event_ms, clock, skew)
-    kind = F.when(F.col("record").isNull() | skewed.isNotNull(), F.lit(DEAD)).when(
-        _last_end(event_ms, windows) <= watermark, F.lit(LATE)
+    # the bounds' reason in a column of its own: computed once per record, only for decoded ones
+    decoded = decoded.withColumn(
+        "_bound", F.when(F.col("record").isNotNull(), bounds_reason(bounds, F.col("record.text")))
     )
-    decoded = decoded.withColumn("reason", F.coalesce(F.col("reason"), skewed))
+    unfit = F.col("record").isNull() | skewed.isNotNull() | F.col("_bound").isNotNull()
+    kind = F.when(unfit, F.lit(DEAD)).when(_last_end(event_ms, windows) <= watermark, F.lit(LATE))
+    decoded = decoded.withColumn("reason", F.coalesce(F.col("reason"), skewed, F.col("_bound")))
     records = decoded.select(
         F.coalesce(kind, F.lit(COUNTED)).alias("kind"),
         event_ms.alias("event_ms"),
@@ -201,7 +226,7 @@ def warm_up(
 ) -> None:
     """Run the per-batch plan on synthetic tweets made in the JVM, and on a slice of the input
     topic, before the query starts (``config``: ``windows``, ``lateness_ms``, ``k``,
-    ``warm_up_rows``).
+    ``warm_up_rows``, ``clock_skew``, ``bounds``).
 
     The first job of a JVM pays for class loading, code generation and JIT compilation of the
     Kafka reader, the decoder, the hashtag function, the state store and the candidate
@@ -227,6 +252,7 @@ def warm_up(
             state.job,
             config.lateness_ms,
             config.clock_skew,
+            config.bounds,
         )
         state.warm(records, config.k)
 

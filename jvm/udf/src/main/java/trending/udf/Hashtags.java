@@ -1,11 +1,18 @@
 package trending.udf;
 
 import com.twitter.twittertext.Extractor;
+import com.twitter.twittertext.Regex;
 import java.text.Normalizer;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.regex.Matcher;
 
 /**
  * Hashtags as Twitter counts them (the rule of twitter-text 3 {@code extractHashtags}), found
@@ -17,19 +24,60 @@ import java.util.Set;
  * are allowed unless they end a rejected run), and is not followed by U+FE0F or U+20E3; the run is
  * not followed by {@code #}, {@code ＃} or {@code ://}; and the hashtag does not overlap a URL that
  * starts before it. Its key is {@code casefold(NFKC(tag))}.
+ *
+ * <p>The scan of the hashtag characters is linear in the text. The URLs are found as
+ * twitter-text finds them (its {@code VALID_URL} pattern and host checks), whose backtracking
+ * can take time far beyond linear on crafted text (e.g. {@code "-a" * n + ".x/#tag"}); {@link
+ * #spans(String, long)} bounds it to a number of regex steps per character of the text.
  */
 public final class Hashtags {
   private static final int[] NO_SPANS = new int[0];
   private static final String[] NO_STRINGS = new String[0];
-  private static final Extractor URLS = new Extractor();
+  /** No bound on the URL scan. */
+  public static final long UNBOUNDED = Long.MAX_VALUE;
+  /** A text shorter than this gets the URL scan budget of a text this long. */
+  private static final int MIN_BUDGET_CHARS = 64;
+  /**
+   * Segments longer than this are scanned for URLs on a thread with a {@link #DEEP_STACK}: the
+   * regex recurses once per repetition of a group (e.g. {@code "(b)"} in a URL path), and on a
+   * default 1 MB stack about 3,000 characters of {@code "a(b)a(b)..."} overflow it.
+   */
+  static final int SHALLOW_SEGMENT = 1_000;
+  /** Enough for the regex's recursion over about 100,000 characters. */
+  private static final long DEEP_STACK = 128L << 20;
+  private static final ExecutorService DEEP =
+      Executors.newCachedThreadPool(
+          task -> {
+            Thread thread = new Thread(null, task, "hashtag-url-scan", DEEP_STACK);
+            thread.setDaemon(true);
+            return thread;
+          });
 
   private Hashtags() {}
+
+  /** Thrown when the URL scan of a text would take more steps than its budget allows. */
+  public static final class ScanBudgetExceeded extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    ScanBudgetExceeded() {
+      super("the URL scan exceeds its budget", null, false, false);
+    }
+  }
 
   /**
    * The hashtags of {@code text} as {@code [start0, end0, start1, end1, ...]}: {@code start} is
    * the index of the {@code #}, {@code end} the end of the tag, both in UTF-16 units.
    */
   public static int[] spans(String text) {
+    return spans(text, UNBOUNDED);
+  }
+
+  /**
+   * {@link #spans(String)}, with the URL scan cut off after {@code stepsPerChar} character reads
+   * of the regex per character of {@code text} (of at least 64 characters): {@link
+   * ScanBudgetExceeded} then.
+   */
+  public static int[] spans(String text, long stepsPerChar) {
     int n = text.length();
     int half = text.indexOf('#');
     int full = text.indexOf('\uFF03');
@@ -109,7 +157,9 @@ public final class Hashtags {
       return NO_SPANS;
     }
     if (suspect != null && text.indexOf('.') >= 0) {
-      return dropUrlOverlaps(text, spans, count, suspect);
+      long chars = Math.max(MIN_BUDGET_CHARS, n);
+      long budget = stepsPerChar >= UNBOUNDED / chars ? UNBOUNDED : stepsPerChar * chars;
+      return dropUrlOverlaps(text, spans, count, suspect, new long[] {budget});
     }
     return count == spans.length ? spans : Arrays.copyOf(spans, count);
   }
@@ -202,7 +252,8 @@ public final class Hashtags {
    * done per segment, only for segments with a suspect hashtag (whose {@code #} follows a
    * character URLs may contain) and a {@code .}.
    */
-  private static int[] dropUrlOverlaps(String text, int[] spans, int count, boolean[] suspect) {
+  private static int[] dropUrlOverlaps(
+      String text, int[] spans, int count, boolean[] suspect, long[] budget) {
     int n = text.length();
     boolean[] drop = null;
     int segmentEnd = -1;
@@ -222,7 +273,7 @@ public final class Hashtags {
       if (segment.indexOf('.') < 0) {
         continue;
       }
-      List<Extractor.Entity> urls = URLS.extractURLsWithIndices(segment);
+      List<int[]> urls = urlSpans(segment, budget);
       if (urls.isEmpty()) {
         continue;
       }
@@ -237,15 +288,15 @@ public final class Hashtags {
             u == urls.size()
                 || (h < count
                     && spans[h] < segmentEnd
-                    && spans[h] <= urls.get(u).getStart() + segmentStart);
+                    && spans[h] <= urls.get(u)[0] + segmentStart);
         int start;
         int end;
         if (hashtagNext) {
           start = spans[h];
           end = spans[h + 1];
         } else {
-          start = urls.get(u).getStart() + segmentStart;
-          end = urls.get(u).getEnd() + segmentStart;
+          start = urls.get(u)[0] + segmentStart;
+          end = urls.get(u)[1] + segmentStart;
         }
         if (lastEnd > start) {
           if (hashtagNext) {
@@ -276,5 +327,97 @@ public final class Hashtags {
       }
     }
     return Arrays.copyOf(kept, keptCount);
+  }
+
+  /**
+   * The {@code [start, end)} spans of the URLs of {@code text}, as twitter-text's {@code
+   * Extractor.extractURLsWithIndices} finds them (URLs without a protocol included), reading
+   * the text through a {@link Budgeted} view that stops the scan when {@code budget[0]} reads
+   * are spent.
+   */
+  static List<int[]> urlSpans(String text, long[] budget) {
+    if (text.length() <= SHALLOW_SEGMENT) {
+      return scanUrls(text, budget);
+    }
+    Future<List<int[]>> scan = DEEP.submit(() -> scanUrls(text, budget));
+    try {
+      return scan.get();
+    } catch (InterruptedException e) {
+      scan.cancel(true);
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while finding the URLs of a text", e);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException cause) {
+        throw cause;
+      }
+      if (e.getCause() instanceof Error cause) {
+        throw cause;
+      }
+      throw new IllegalStateException(e.getCause());
+    }
+  }
+
+  private static List<int[]> scanUrls(String text, long[] budget) {
+    List<int[]> urls = new ArrayList<>();
+    Matcher matcher = Regex.VALID_URL.matcher(new Budgeted(text, budget));
+    while (matcher.find()) {
+      String protocol = matcher.group(Regex.VALID_URL_GROUP_PROTOCOL);
+      if ((protocol == null || protocol.isEmpty())
+          && Regex.INVALID_URL_WITHOUT_PROTOCOL_MATCH_BEGIN
+              .matcher(matcher.group(Regex.VALID_URL_GROUP_BEFORE))
+              .matches()) {
+        continue;
+      }
+      String url = matcher.group(Regex.VALID_URL_GROUP_URL);
+      int start = matcher.start(Regex.VALID_URL_GROUP_URL);
+      int end = matcher.end(Regex.VALID_URL_GROUP_URL);
+      Matcher tco = Regex.VALID_TCO_URL.matcher(url);
+      if (tco.find()) {
+        if (tco.group(1).length() > Extractor.MAX_TCO_SLUG_LENGTH) {
+          continue;
+        }
+        url = tco.group(0);
+        end = start + url.length();
+      }
+      String host = matcher.group(Regex.VALID_URL_GROUP_DOMAIN);
+      if (Extractor.isValidHostAndLength(url.length(), protocol, host)) {
+        urls.add(new int[] {start, end});
+      }
+    }
+    return urls;
+  }
+
+  /** A read-only view of a string whose {@link #charAt} spends one unit of a shared budget. */
+  private static final class Budgeted implements CharSequence {
+    private final String text;
+    private final long[] budget;
+
+    Budgeted(String text, long[] budget) {
+      this.text = text;
+      this.budget = budget;
+    }
+
+    @Override
+    public char charAt(int index) {
+      if (--budget[0] < 0) {
+        throw new ScanBudgetExceeded();
+      }
+      return text.charAt(index);
+    }
+
+    @Override
+    public int length() {
+      return text.length();
+    }
+
+    @Override
+    public CharSequence subSequence(int start, int end) {
+      return text.substring(start, end);
+    }
+
+    @Override
+    public String toString() {
+      return text;
+    }
   }
 }

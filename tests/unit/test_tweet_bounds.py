@@ -1,0 +1,43 @@
+"""The hashtags job's bounds on one tweet: flags, defaults and what they rule out."""
+
+from __future__ import annotations
+
+import pytest
+
+from trending.cli import build_parser
+from trending.commands.run import _tweet_bounds
+from trending.errors import UserError
+from trending.text.bounds import TweetBounds
+
+
+def test_the_flags_default_to_the_documented_bounds() -> None:
+    args = build_parser().parse_args(["run", "hashtags"])
+    assert _tweet_bounds(args) == TweetBounds(25_000, 100, 280, 256)
+
+
+def test_the_flags_set_each_bound() -> None:
+    args = build_parser().parse_args(
+        ["run", "hashtags", "--max-text-chars", "5000", "--max-hashtags", "7",
+         "--max-hashtag-chars", "40", "--max-url-scan-steps", "99"]
+    )  # fmt: skip
+    assert _tweet_bounds(args) == TweetBounds(5_000, 7, 40, 99)
+
+
+@pytest.mark.parametrize("flag", ["--max-text-chars", "--max-hashtags", "--max-hashtag-chars"])
+def test_a_zero_bound_is_refused_by_its_flag(flag: str) -> None:
+    args = build_parser().parse_args(["run", "hashtags", flag, "0"])
+    with pytest.raises(UserError, match=f"^{flag} must be positive, got 0$"):
+        _tweet_bounds(args)
+
+
+@pytest.mark.parametrize(
+    ("tags", "tag_chars", "unchecked"), [(100, 280, 200), (7, 280, 14), (100, 40, 40)]
+)
+def test_unchecked_texts_cannot_break_a_hashtag_bound(
+    tags: int, tag_chars: int, unchecked: int
+) -> None:
+    """A text of n characters holds at most n / 2 hashtags ('#' and a letter each) and no
+    hashtag longer than n - 1: texts up to min(2 * tags, tag characters) need no check."""
+    bounds = TweetBounds(max_hashtags=tags, max_hashtag_chars=tag_chars)
+    assert bounds.unchecked_chars == unchecked
+    assert unchecked // 2 <= tags and unchecked - 1 < tag_chars
