@@ -35,6 +35,13 @@ FETCH_DEFAULTS = {
     "kafka.max.partition.fetch.bytes": str(8 * 2**20),
     "kafka.fetch.max.wait.ms": "10",
 }
+# The input as its producers committed it: records of a transaction its producer aborted are never
+# read (the Kafka client's default, read_uncommitted, reads them), and the source's latest offset
+# is the partition's last stable offset, so a batch never ends inside an open transaction (an
+# upstream transaction left open holds that partition back until it commits, aborts or times
+# out). Spark's reader skips the offsets of transaction markers and aborted records. Overridden
+# by --spark-kafka-option kafka.isolation.level=read_uncommitted.
+ISOLATION_DEFAULT = {"kafka.isolation.level": "read_committed"}
 
 
 def source_options(
@@ -44,7 +51,9 @@ def source_options(
     max_offsets_per_trigger: int | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Options for ``readStream.format("kafka")``; ``extra`` passes through (security etc.).
+    """Options for ``readStream.format("kafka")`` (and ``read``); ``extra`` passes through
+    (security etc.) and wins over the defaults: :data:`FETCH_DEFAULTS` and
+    :data:`ISOLATION_DEFAULT` (``read_committed``).
 
     Keys in ``extra`` without a ``kafka.`` prefix that Spark does not know as source options are
     Kafka client settings and get the prefix.
@@ -56,6 +65,7 @@ def source_options(
         "failOnDataLoss": "true",
         "includeHeaders": "true",  # dead letters carry the record's headers
         **FETCH_DEFAULTS,
+        **ISOLATION_DEFAULT,
     }
     if max_offsets_per_trigger:
         options["maxOffsetsPerTrigger"] = str(max_offsets_per_trigger)
