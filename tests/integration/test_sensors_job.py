@@ -208,6 +208,51 @@ def test_matches_and_popular_equal_the_seed_model(
     assert reasons == ["empty value", "value ends inside field x"]
 
 
+@pytest.mark.parametrize("per_sensor", [False, True], ids=["global", "per-sensor"])
+def test_far_readings_and_a_query_matching_everything_are_exact_and_bounded(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path, per_sensor: bool
+) -> None:
+    """Two readings at (+-1e12, +-1e12) stretch the cells readings were put in to 2e13 cells a
+    side, and a query of distance 1e300 matches every reading: enumerating its square's cells
+    ran out of memory. Every match is published, exactly as the model says, and the run ends."""
+    job = Job(kafka_bootstrap, tmp_path)
+    events = make_events(1_500, 700, seed=14)
+    ts = events[len(events) // 2]["ts"]
+    far = [
+        {"kind": "r", "sensor_id": 3, "x": 1e12, "y": 1e12, "value": 1.0, "ts": ts},
+        {"kind": "r", "sensor_id": 4, "x": -1e12, "y": -1e12, "value": 2.0, "ts": ts + 1},
+        {"kind": "q", "query_id": 10**9, "x": 0.5, "y": 0.5, "distance": 1e300, "ts": ts + 2},
+        {"kind": "q", "query_id": 10**9 + 1, "x": 1e12, "y": 1e12, "distance": 0.0, "ts": ts + 3},
+    ]
+    events[len(events) // 2 : len(events) // 2] = far
+    job.produce(events)
+    size, threshold = (6, 2) if per_sensor else (25, 3)
+    query, processor = start_query(
+        spark, job.config(size=size, threshold=threshold, partition_by_sensor=per_sensor)
+    )
+    try:
+        assert query.awaitTermination(300), "the run did not end in 300 s"
+    finally:
+        processor.close()
+    assert query.exception() is None
+    expected_matches, expected_popular = oracle(events, size, threshold, per_sensor)
+    wide = sum(n for m, n in expected_matches.items() if m[0] == 10**9)
+    assert wide == (7 * size if per_sensor else size)  # every reading in the window(s)
+    assert job.results() == (expected_matches, expected_popular)
+
+
+def test_every_query_probing_the_cells_that_hold_readings_changes_no_result(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """With --max-query-cells 1 every query that touches more than one cell probes every cell
+    holding readings instead: the same matches and popular readings."""
+    job = Job(kafka_bootstrap, tmp_path)
+    events = make_events(900, 400, seed=15)
+    job.produce(events)
+    job.run(spark, size=10, threshold=2, partition_by_sensor=True, max_query_cells=1)
+    assert job.results() == oracle(events, 10, 2, True)
+
+
 def test_batch_splits_do_not_change_the_results(
     kafka_bootstrap: str, spark: Any, tmp_path: Path
 ) -> None:

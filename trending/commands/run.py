@@ -207,6 +207,14 @@ def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
         default=0.05,
         help="side of the grid cells that index the window; about the queries' typical distance",
     )
+    window.add_argument(
+        "--max-query-cells",
+        type=_count,
+        default=4_096,
+        metavar="N",
+        help="a query whose square covers more grid cells than this probes every cell that "
+        "holds readings instead (the same matches; bounded work for any distance)",
+    )
     _add_trigger_arguments(parser, "apply what the final watermark allows")
     topics = parser.add_argument_group("topics")
     topics.add_argument("--readings-topic", default="sensor-readings")
@@ -386,6 +394,7 @@ def run_sensors(args: argparse.Namespace) -> int:
         lateness_ms=args.lateness,
         partition_by_sensor=args.partition_by == "sensor",
         cell_size=args.cell_size,
+        max_query_cells=args.max_query_cells,
         **_job_settings(args, bootstrap, kafka_options),
     )
     config.validate()

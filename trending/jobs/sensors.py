@@ -80,6 +80,7 @@ class SensorJobConfig(JobSettings):
     lateness_ms: int = 5_000
     partition_by_sensor: bool = False
     cell_size: float = 0.05
+    max_query_cells: int = 4_096  # see trending.spark.sensor_steps.SensorSteps
 
     def validate(self) -> None:
         """Raise :class:`UserError` for settings no window can run with."""
@@ -91,6 +92,8 @@ class SensorJobConfig(JobSettings):
             raise UserError("--lateness must be >= 0")
         if not (math.isfinite(self.cell_size) and self.cell_size > 0):
             raise UserError(f"--cell-size must be a positive number, got {self.cell_size}")
+        if self.max_query_cells <= 0:
+            raise UserError(f"--max-query-cells must be positive, got {self.max_query_cells}")
 
     def state_settings(self, partitions: int) -> dict[str, Any]:
         """The settings the job's state depends on: a checkpoint keeps them for its lifetime."""
@@ -201,6 +204,7 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
             config.threshold,
             config.cell_size,
             config.partition_by_sensor,
+            config.max_query_cells,
             job_id,
         )
         self.history: list[SensorBatchStats] = []

@@ -152,7 +152,14 @@ def batch_figures(events: DataFrame) -> BatchFigures:
 
 
 class SensorSteps:
-    """The executors' half of a batch (``trending.sensors.SensorBatch`` in the JVM)."""
+    """The executors' half of a batch (``trending.sensors.SensorBatch`` in the JVM).
+
+    A query probes the grid cells its square ``[x - d, x + d] x [y - d, y + d]`` touches, cut to
+    the cells readings were ever put in; when that is more than ``max_query_cells`` cells (a
+    large distance, or readings far apart), it probes instead every cell that holds readings,
+    once per state partition. Either way it matches exactly the readings within its distance,
+    and costs at most ``max(max_query_cells, cells holding readings)`` probes.
+    """
 
     def __init__(
         self,
@@ -163,13 +170,14 @@ class SensorSteps:
         threshold: int,
         cell_size: float,
         per_sensor: bool,
+        max_query_cells: int,
         job: str,
     ) -> None:
         jvm: Any = spark.sparkContext._jvm
         self.spark = spark
         self._java: JavaObject = getattr(jvm, BATCH_CLASS)(
             spark._jsparkSession, state_location, partitions, size, threshold, cell_size,
-            per_sensor, job,
+            per_sensor, max_query_cells, job,
         )  # fmt: skip
 
     def run(

@@ -11,6 +11,8 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
+import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.LongAccumulator;
@@ -53,9 +55,18 @@ final class Cells implements StateStores.Update<Row, Row> {
   @Override
   public Iterator<Row> apply(StateStore store, Iterator<Row> rows) {
     Map<Long, List<Row>> byCell = new LinkedHashMap<>();
+    List<Row> wide = new ArrayList<>();
     while (rows.hasNext()) {
       Row row = rows.next();
-      byCell.computeIfAbsent(row.getLong(CellInput.CELL), k -> new ArrayList<>()).add(row);
+      if (row.getInt(CellInput.TYPE) == CellInput.WIDE) {
+        wide.add(row);
+      } else {
+        byCell.computeIfAbsent(row.getLong(CellInput.CELL), k -> new ArrayList<>()).add(row);
+      }
+    }
+    if (!wide.isEmpty()) { // a wide query probes every cell of this partition that holds readings
+      for (long cell : heldCells(store)) byCell.putIfAbsent(cell, new ArrayList<>());
+      for (List<Row> cellRows : byCell.values()) cellRows.addAll(wide);
     }
     StoreRows keys = new StoreRows(KEY);
     StoreRows values = new StoreRows(VALUE);
@@ -76,6 +87,18 @@ final class Cells implements StateStores.Update<Row, Row> {
     return out.iterator();
   }
 
+  /** The cells of {@code store} that hold readings. */
+  private static List<Long> heldCells(StateStore store) {
+    List<Long> cells = new ArrayList<>();
+    StateStoreIterator<UnsafeRowPair> pairs = store.iterator(StateStores.DEFAULT);
+    try {
+      while (pairs.hasNext()) cells.add(pairs.next().key().getLong(0));
+    } finally {
+      pairs.close();
+    }
+    return cells;
+  }
+
   /** One cell's batch (see the class comment); returns the readings still in their windows. */
   private List<CellReading> apply(long cell, List<CellReading> readings, List<Row> rows,
       List<Row> out) {
@@ -84,7 +107,7 @@ final class Cells implements StateStores.Update<Row, Row> {
     for (Row row : rows) {
       switch (row.getInt(CellInput.TYPE)) {
         case CellInput.READING -> readings.add(CellReading.of(row));
-        case CellInput.QUERY -> queries.add(row);
+        case CellInput.QUERY, CellInput.WIDE -> queries.add(row);
         default -> notices.add(row);
       }
     }

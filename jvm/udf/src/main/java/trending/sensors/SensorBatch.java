@@ -42,17 +42,22 @@ public final class SensorBatch {
   private final int threshold;
   private final Grid grid;
   private final boolean perSensor;
+  private final long maxQueryCells;
+  private final long[] routes;
   private final LongAccumulator readings, queries, matches, popular, pending;
   private final List<Runnable> cached = new ArrayList<>();
 
   public SensorBatch(org.apache.spark.sql.SparkSession session, String location, int partitions,
-      long size, int threshold, double cellSize, boolean perSensor, String job) {
+      long size, int threshold, double cellSize, boolean perSensor, long maxQueryCells,
+      String job) {
     this.spark = (SparkSession) session;
     this.stores = new StateStores(location, UUID.randomUUID(), partitions);
     this.size = size;
     this.threshold = threshold;
     this.grid = new Grid(cellSize);
     this.perSensor = perSensor;
+    this.maxQueryCells = maxQueryCells;
+    this.routes = Routes.of(partitions);
     org.apache.spark.SparkContext context = spark.sparkContext();
     readings = context.longAccumulator("sensors-readings-" + job);
     queries = context.longAccumulator("sensors-queries-" + job);
@@ -110,14 +115,15 @@ public final class SensorBatch {
       queries.add(counts.get(i)[Events.QUERY]);
     }
     Grid grid = this.grid;
-    long size = this.size;
+    long size = this.size, maxCells = this.maxQueryCells;
+    long[] routes = this.routes;
     JavaRDD<Row> cellRows = ordered.mapPartitionsWithIndex((part, rows) -> {
       List<Row> out = new ArrayList<>();
       numbered(rows, bases[part], (e, seq) -> {
         if (seq > 0) {
           out.add(CellInput.reading(e, grid, 0L, seq));
         } else {
-          CellInput.probes(e, grid, extent, out::add);
+          CellInput.probes(e, grid, extent, maxCells, routes, out::add);
         }
       });
       return out.iterator();
@@ -148,6 +154,8 @@ public final class SensorBatch {
     JavaRDD<Row> fromIndex = stores.run(spark, bySensor, INDEX, batchId, WindowIndex.KEY,
         WindowIndex.VALUE, new WindowIndex.PerSensor(size, grid), Row.class, Row.class);
     Grid grid = this.grid;
+    long maxCells = this.maxQueryCells;
+    long[] routes = this.routes;
     LongAccumulator readingCount = readings, queryCount = queries;
     JavaRDD<Row> probes = applicable.javaRDD().mapPartitions(rows -> {
       List<Row> out = new ArrayList<>();
@@ -155,7 +163,7 @@ public final class SensorBatch {
         Row e = rows.next();
         if (Events.kind(e) == Events.QUERY) {
           queryCount.add(1);
-          CellInput.probes(e, grid, extent, out::add);
+          CellInput.probes(e, grid, extent, maxCells, routes, out::add);
         } else {
           readingCount.add(1);
         }
