@@ -1,4 +1,4 @@
-"""The hashtags job's bounds on one tweet: flags, defaults and what they rule out."""
+"""The bounds on what one record may cost a job: flags, defaults and what they rule out."""
 
 from __future__ import annotations
 
@@ -41,3 +41,14 @@ def test_unchecked_texts_cannot_break_a_hashtag_bound(
     bounds = TweetBounds(max_hashtags=tags, max_hashtag_chars=tag_chars)
     assert bounds.unchecked_chars == unchecked
     assert unchecked // 2 <= tags and unchecked - 1 < tag_chars
+
+
+def test_the_sensor_jobs_query_cell_bound_must_be_positive() -> None:
+    from trending.jobs.sensors import SensorJobConfig
+
+    args = build_parser().parse_args(["run", "sensors", "--max-query-cells", "0"])
+    assert args.max_query_cells == 0
+    config = SensorJobConfig(bootstrap="b", checkpoint="c", max_query_cells=args.max_query_cells)
+    with pytest.raises(UserError, match=r"^--max-query-cells must be positive, got 0$"):
+        config.validate()
+    assert build_parser().parse_args(["run", "sensors"]).max_query_cells == 4_096
