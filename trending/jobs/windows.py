@@ -12,6 +12,13 @@ watermark the next batch runs under.
 ``--available-now`` processes what is in the topic, then closes the input as the replay tool
 does: the end of the input is a CTI at the end of time (a CTI record the job writes to its own
 control topic, read with the input), so every row becomes final. ``--keep-open`` skips that.
+
+Only that control topic closes the input. A CTI at the end of time on the input topic is a dead
+letter (reason :data:`~trending.spark.temporal_steps.FOREIGN_END_OF_INPUT`) and moves no
+watermark: a CTI promises that nothing before its time changes any more, and one at the end of
+time would make every later event of every key late, for good, across restarts; an upstream
+producer (a replayed file's last line, a test, a bad clock) is not in a position to promise that
+for the job. An input CTI at any other time is an ordinary CTI (under ``--max-future-skew``).
 """
 
 from __future__ import annotations
@@ -293,7 +300,7 @@ def start_query(
     )
     events = temporal_events(
         read_kafka_stream(spark, options), schema_json("interval_event"), config.registry,
-        config.lateness_ms, config.clock_skew,
+        config.lateness_ms, config.clock_skew, processor.control_topic,
     )  # fmt: skip
     writer = (
         apply_temporal(events, config.query())

@@ -24,6 +24,10 @@ CTI goes into the watermark column as ``cti + lateness``). Every key's CTI is ``
 rows become final as the watermark passes them, whether or not the key had input. A CTI record
 changes no key: the watermark carries it (it reaches the keys only as a PROGRESS mark). An idle
 key (its state holds no event) keeps no state and no timer.
+
+A CTI at the end of time closes the input for good: every row becomes final and every later
+event is late. Only the job's own control topic (``control_topic``) may send it; one on any other
+topic is ``DEAD`` with :data:`FOREIGN_END_OF_INPUT` and moves no watermark.
 """
 
 from __future__ import annotations
@@ -68,6 +72,10 @@ INPUT_COLUMNS = (
     "kind", "key", "id", "start_ms", "end_ms", "value", "sync_ms", "mark_ms",
     "topic", "partition", "offset", "record_key", "raw", "reason", "record_ts", "headers",
 )  # fmt: skip
+FOREIGN_END_OF_INPUT = (
+    "a CTI at the end of time closes the input for good: only the job's own control topic "
+    "(run windows --available-now) may send it"
+)
 OUTPUT_SCHEMA = (
     "kind int, key string, start_ms long, end_ms long, value double, `values` array<double>, "
     "sync_ms long, topic string, partition int, offset long, record_key binary, raw binary, "
@@ -82,12 +90,14 @@ def temporal_events(
     registry: SchemaRegistryAccess | None,
     lateness_ms: int,
     skew: ClockSkew,
+    control_topic: str | None = None,
 ) -> DataFrame:
     """Decoded Kafka records with kind, sync time and watermark mark, under Spark's watermark.
 
-    Columns: :data:`INPUT_COLUMNS`. A record that does not decode, a CTI without a time, or an
-    event whose sync time is too far from the batch's clock (``skew``; a CTI at the end of time,
-    which closes the input, excepted) is ``DEAD`` with the reason.
+    Columns: :data:`INPUT_COLUMNS`. A record that does not decode, a CTI without a time, a CTI
+    at the end of time from any topic but ``control_topic``, or an event whose sync time is too
+    far from the batch's clock (``skew``; the control topic's end-of-input CTI excepted) is
+    ``DEAD`` with the reason.
     """
     decoded = decode_avro(raw, schema_json, registry)
     record = F.col("record")
@@ -99,11 +109,13 @@ def temporal_events(
     end_ms = F.unix_millis(record.getField("end"))
     sync = F.when(kind == F.lit(END_EDGE), end_ms).otherwise(start_ms)
     no_cti_time = (kind == F.lit(CTI)) & start_ms.isNull()
-    end_of_input = F.coalesce((kind == F.lit(CTI)) & (start_ms == F.lit(END_OF_TIME)), F.lit(False))
+    closing = F.coalesce((kind == F.lit(CTI)) & (start_ms == F.lit(END_OF_TIME)), F.lit(False))
+    from_control = F.col("topic") == F.lit(control_topic) if control_topic else F.lit(False)
     reason = (
         F.when(F.col("reason").isNotNull(), F.col("reason"))
         .when(no_cti_time, F.lit("a CTI needs its time in start"))
-        .when(~end_of_input, skew_reason(sync, batch_clock_ms(), skew))
+        .when(closing & ~from_control, F.lit(FOREIGN_END_OF_INPUT))
+        .when(~closing, skew_reason(sync, batch_clock_ms(), skew))
     )
     events = decoded.select(
         F.when(reason.isNotNull(), F.lit(DEAD)).otherwise(kind).alias("kind"),
