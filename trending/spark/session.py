@@ -48,6 +48,16 @@ JAR_GROUPS = ("connectors", "udf")
 # on file: paths and leaves other schemes to Spark's own.
 CHECKPOINT_FILES_CONF = ("spark.sql.streaming.checkpointFileManagerClass",
                          "trending.fs.ForklessCheckpointFileManager")  # fmt: skip
+DEFAULT_MASTER = "local[*]"
+# Spark runs each task once in local mode (`local`, `local[N]`, `local[*]`), where a cluster gives
+# it spark.task.maxFailures attempts (default 4): one transient failure (a Python worker that
+# missed Spark's fixed 10 s to connect back, a fetch that timed out) failed the whole query.
+# Spark's `local[N,M]` gives local mode M attempts per task, so a local master without its own M
+# gets the cluster's. Spark's patterns (SparkMasterRegex): local\[([0-9]+|\*)\] and
+# local\[([0-9]+|\*)\s*,\s*([0-9]+)\].
+TASK_ATTEMPTS_CONF = "spark.task.maxFailures"
+DEFAULT_TASK_ATTEMPTS = "4"
+_LOCAL_WITHOUT_ATTEMPTS = re.compile(r"local(?:\[([0-9]+|\*)\])?")
 
 
 def spark_jars() -> list[str]:
@@ -61,7 +71,9 @@ def build_session(
     conf: Mapping[str, str] | None = None,
     shuffle_partitions: int | None = None,
 ) -> SparkSession:
-    """Start (or reuse) a Spark session for a streaming job; ``master`` None means ``local[*]``."""
+    """Start (or reuse) a Spark session for a streaming job. ``master`` None means
+    ``$SPARK_MASTER``, else :data:`DEFAULT_MASTER`; a local one retries failed tasks
+    (:func:`with_task_attempts`)."""
     java_executable()  # a clear message instead of a JVM stack trace
     jars = ",".join(spark_jars())
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -71,7 +83,7 @@ def build_session(
 
     builder = (
         SparkSession.builder.appName(app_name)
-        .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
+        .master(with_task_attempts(master or os.environ.get("SPARK_MASTER", DEFAULT_MASTER), conf))
         .config("spark.jars", jars)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
@@ -90,6 +102,17 @@ def build_session(
     name, java_class = HASHTAG_UDF
     spark.udf.registerJavaFunction(name, java_class, ArrayType(StringType()))
     return spark
+
+
+def with_task_attempts(master: str, conf: Mapping[str, str] | None = None) -> str:
+    """``local``, ``local[N]`` and ``local[*]`` as ``local[N,M]``: M attempts per task, M from
+    ``spark.task.maxFailures`` in ``conf`` (default 4, as on a cluster). Any other master (a
+    ``local[N,M]`` of the user's, a cluster's URL) is kept as it is."""
+    local = _LOCAL_WITHOUT_ATTEMPTS.fullmatch(master)
+    attempts = (conf or {}).get(TASK_ATTEMPTS_CONF, DEFAULT_TASK_ATTEMPTS)
+    if local is None or not attempts.isdigit():  # Spark itself says what is wrong with it
+        return master
+    return f"local[{local[1] or 1},{attempts}]"
 
 
 def driver_java_options(environ: Mapping[str, str]) -> str:
