@@ -60,6 +60,7 @@ DEAD_REASONS = {  # the reasons of connectors.spark_kafka.decode_avro, as short 
 MALFORMED_AVRO = "malformed_avro"  # the other reasons of trending.avro.AvroCheck
 INVALID_UTF8 = "invalid_utf8"
 OVERSIZED = "oversized"  # too large for its topic: trending.jobs.letters
+OVERSIZED_RESULT = "oversized_result"  # a job's result too large for its topic: the same
 UNKNOWN_SCHEMA = "unknown_schema"  # no schema of that id: trending.avro.WireDecoder
 INCOMPATIBLE_SCHEMA = "incompatible_schema"  # its writer schema cannot be read as the job's
 OTHER_REASON = "other"
@@ -72,6 +73,7 @@ DEAD_LABELS = (
     MALFORMED_AVRO,
     INVALID_UTF8,
     OVERSIZED,
+    OVERSIZED_RESULT,
     UNKNOWN_SCHEMA,
     INCOMPATIBLE_SCHEMA,
     OTHER_REASON,
@@ -305,6 +307,8 @@ def dead_reason_label(reason: str | None) -> str:
         return MALFORMED_AVRO
     if text.startswith(f"{OVERSIZED}: "):
         return OVERSIZED
+    if text.startswith("oversized result: "):
+        return OVERSIZED_RESULT
     bound = _BOUND.match(text)
     if bound and bound[1] in BOUND_LABELS:
         return BOUND_LABELS[bound[1]]

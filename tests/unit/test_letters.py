@@ -155,3 +155,31 @@ def test_headers_too_large_for_any_letter_are_dropped_but_the_timestamp_stays() 
     assert size(record) <= LIMITS["dlq"]
     fields = letter(record)
     assert (fields["headers"], fields["timestamp"], fields["value_size"]) == ([], 77, 1)
+
+
+def test_a_result_that_fits_goes_out_unchanged() -> None:
+    stats = Stats()
+    result = OutRecord("late", b"k", b"r" * 3_000)
+    assert side().result(result, 41, stats) is result
+    assert (stats.late, stats.dead) == (0, 0)
+
+
+def test_a_result_too_large_for_its_topic_is_a_dead_letter_of_its_batch() -> None:
+    """Not skipped: the result's bytes go to the dead-letter topic, cut to fit, its origin the
+    result's topic with partition -1 and the batch id as offset."""
+    stats = Stats()
+    value = bytes(range(256)) * 20
+    record = side().result(OutRecord("late", b"1700000000000", value), 41, stats)
+    assert record.topic == "dlq" and size(record) <= LIMITS["dlq"]
+    fields = letter(record)
+    assert (fields["topic"], fields["partition"], fields["offset"], fields["key"]) == (
+        "late", -1, 41, b"1700000000000",
+    )  # fmt: skip
+    cut = fields["value"]
+    assert isinstance(cut, bytes) and value.startswith(cut) and len(cut) > 2_000
+    assert fields["value_size"] == len(value)
+    whole = len(value) + len(b"1700000000000") + RECORD_OVERHEAD
+    assert fields["reason"] == (
+        f"oversized result: {whole} bytes as a record of late, which accepts 4000; value cut to fit"
+    )
+    assert (stats.late, stats.dead) == (0, 1)

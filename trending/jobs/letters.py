@@ -10,6 +10,11 @@ A record larger than its topic accepts (``max.message.bytes``) would fail the tr
 every retry of its batch. It becomes a dead letter instead, its value cut to fit the dead-letter
 topic and the original size kept in ``value_size``, reason ``oversized: ...``; a dead letter that
 cannot fit even with an empty value (a huge key) keeps neither key nor value bytes.
+
+A job's own result record that is too large for its topic becomes a dead letter the same way,
+reason ``oversized result: ...``, its origin the result's topic, partition -1 and the batch id
+as offset: the result is not lost, and ``trending_dead_letters_total{reason="oversized_result"}``
+raises the ``TrendingResultTooLarge`` alert.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from connectors.avro import AvroCodec
 from connectors.transactions import Headers, OutRecord, record_size
 
 OVERSIZED = "oversized"
+OVERSIZED_RESULT = "oversized result"
 ORIGIN_TOPIC, ORIGIN_PARTITION, ORIGIN_OFFSET = "origin.topic", "origin.partition", "origin.offset"
 
 
@@ -98,10 +104,23 @@ class SideOutput:
             return record
         return self._oversized(origin, record_size(record), self.dead_topic, stats)
 
-    def _oversized(self, origin: Origin, size: int, topic: str, stats: SideStats) -> OutRecord:
+    def result(self, record: OutRecord, batch_id: int, stats: SideStats) -> OutRecord:
+        """``record``, a result of batch ``batch_id``, or a dead letter holding it when it is too
+        large for its topic."""
+        size = record_size(record)
+        if size <= self.limit_of(record.topic):
+            return record
+        origin = Origin(
+            record.topic, -1, batch_id, record.key, record.value, self.now_ms, record.headers
+        )
+        return self._oversized(origin, size, record.topic, stats, OVERSIZED_RESULT)
+
+    def _oversized(
+        self, origin: Origin, size: int, topic: str, stats: SideStats, what: str = OVERSIZED
+    ) -> OutRecord:
         limit = self.limit_of(self.dead_topic)
         reason = (
-            f"{OVERSIZED}: {size} bytes as a record of {topic}, which accepts "
+            f"{what}: {size} bytes as a record of {topic}, which accepts "
             f"{self.limit_of(topic)}; value cut to fit"
         )
         value = origin.value or b""

@@ -247,8 +247,9 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
             0 if self.config.partition_by_sensor else figures_after["readings"]
         )
         clock = time.monotonic()
-        records = list(self._result_records(results))
-        records.extend(self._side_records(side, stats))
+        aside = self._side_output()
+        records = [aside.result(r, batch_id, stats) for r in self._result_records(results)]
+        records.extend(self._side_records(aside, side, stats))
         self.writer.write_batch(batch_id, records, state.to_json())
         stats.phases["publish"] = _lap(clock)
         self.state = state
@@ -278,13 +279,17 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         for kind, key, value in zip(kinds, keys, values, strict=True):
             yield OutRecord(matches if kind == MATCH else popular, key, value)
 
-    def _side_records(self, table: Any, stats: SensorBatchStats) -> Iterator[OutRecord]:
-        columns = {name: table.column(name).to_pylist() for name in table.column_names}
-        watermark = self.state.watermark_ms
-        aside = SideOutput(
+    def _side_output(self) -> SideOutput:
+        return SideOutput(
             self.config.late_topic, self.config.dead_letter_topic, self.dead_codec,
             self.late_codec, self.writer.limit_of,
         )  # fmt: skip
+
+    def _side_records(
+        self, aside: SideOutput, table: Any, stats: SensorBatchStats
+    ) -> Iterator[OutRecord]:
+        columns = {name: table.column(name).to_pylist() for name in table.column_names}
+        watermark = self.state.watermark_ms
         for i, kind in enumerate(columns["kind"]):
             origin = Origin.of(*(columns[name][i] for name in ORIGIN_COLUMNS))
             if kind == LATE:

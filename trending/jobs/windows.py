@@ -193,24 +193,27 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
         stats.events = int(figures["events"] or 0)
         stats.phases["spark"] = time.monotonic() - clock
         clock = time.monotonic()
-        records = list(self._records(table.to_pylist(), stats))
+        records = list(self._records(table.to_pylist(), batch_id, stats))
         self.writer.write_batch(batch_id, records, state.to_json())
         stats.phases["publish"] = time.monotonic() - clock
         self.state = state
         stats.watermark_ms = state.watermark_ms
 
-    def _records(self, rows: list[dict[str, Any]], stats: WindowsBatchStats) -> Iterator[OutRecord]:
+    def _records(
+        self, rows: list[dict[str, Any]], batch_id: int, stats: WindowsBatchStats
+    ) -> Iterator[OutRecord]:
         results = sorted(
             (r for r in rows if r["kind"] == RESULT),
             key=lambda r: (r["start_ms"], _end(r["end_ms"]), r["key"] or ""),
         )
-        for row in results:
-            stats.rows += 1
-            yield OutRecord(self.config.output_topic, _utf8(row["key"]), self._encode_row(row))
         aside = SideOutput(
             self.config.late_topic, self.config.dead_letter_topic, self.dead_codec,
             self.late_codec, self.writer.limit_of,
         )  # fmt: skip
+        for row in results:
+            stats.rows += 1
+            result = OutRecord(self.config.output_topic, _utf8(row["key"]), self._encode_row(row))
+            yield aside.result(result, batch_id, stats)
         for row in rows:
             if row["kind"] in (LATE, DEAD):
                 origin = Origin.of(
