@@ -735,3 +735,46 @@ def test_crafted_tweets_are_dead_letters_naming_their_bound_and_the_rest_is_exac
     assert Counter(dead_reason_label(r) for r in reasons.elements()) == Counter(
         flag.replace("-", "_") for flag in expected.values()
     )
+
+
+def test_results_too_large_for_their_topic_are_dead_letters_and_nothing_is_lost(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """An output topic that accepts 200 bytes: the larger top-k records go to the dead-letter
+    topic whole (reason "oversized result"), the others to the output; together they are the
+    finals the rule gives, and every batch commits."""
+    job = Job(kafka_bootstrap, tmp_path)
+    ensure_topics(kafka_bootstrap, [job.topics["trending"]], 1, config={"max.message.bytes": "200"})
+    tweets = make_tweets(1_500, seed=41)
+    produce(kafka_bootstrap, job.topics["tweets"], tweets)
+    processor = job.run(spark)
+    published = job.records()
+    letters = [AvroCodec("dead_letter").decode(r.value) for r in read_all(
+        kafka_bootstrap, job.topics["dlq"])]  # fmt: skip
+    assert published and letters
+    assert {d["reason"].split(":")[0] for d in letters} == {"oversized result"}
+    assert {(d["topic"], d["partition"]) for d in letters} == {(job.topics["trending"], -1)}
+    assert all(len(d["value"]) == d["value_size"] for d in letters)
+    recovered = [AvroCodec("trending_topk").decode(d["value"]) for d in letters]
+    assert finals_of(published + recovered) == oracle_finals(tweets, watermark_after(tweets))
+    assert sum(s.dead for s in processor.history) == len(letters)
+
+
+def test_settings_whose_state_could_outgrow_the_commits_topic_are_refused_at_start(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """--top 400 with hashtags of up to 280 characters in 5 open windows: the state could take
+    18.5 MB, more than the commits topic's 16 MB; the job says so before it reads anything."""
+    job = Job(kafka_bootstrap, tmp_path)
+    with pytest.raises(UserError, match=r"--top 400, --max-hashtag-chars 280 .* bytes, more than"):
+        start_query(spark, job.config(k=400))
+    from trending.text.bounds import TweetBounds
+
+    query, processor = start_query(
+        spark, job.config(k=400, bounds=TweetBounds(max_hashtag_chars=100))
+    )
+    try:
+        query.awaitTermination()
+    finally:
+        processor.close()
+    assert query.exception() is None

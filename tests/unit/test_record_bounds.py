@@ -52,3 +52,33 @@ def test_the_sensor_jobs_query_cell_bound_must_be_positive() -> None:
     with pytest.raises(UserError, match=r"^--max-query-cells must be positive, got 0$"):
         config.validate()
     assert build_parser().parse_args(["run", "sensors"]).max_query_cells == 4_096
+
+
+@pytest.mark.parametrize(("k", "tag_chars"), [(1, 1), (10, 280), (37, 50)])
+def test_the_size_bounds_hold_for_the_largest_keys(k: int, tag_chars: int) -> None:
+    """The largest key a hashtag of n characters can have: n times U+FDFA, which NFKC and
+    casefold make 18 characters (33 bytes) each; the state with every open window holding k
+    such keys with the largest counts, and a top-k record of them, fit their bounds (tightly,
+    when they are large)."""
+    import unicodedata
+
+    from connectors.avro import AvroCodec
+    from connectors.transactions import state_json
+    from trending.jobs.hashtags import HashtagJobConfig
+    from trending.windows.topk_merge import MergeState, Published
+
+    config = HashtagJobConfig(
+        bootstrap="b", checkpoint="c", k=k, bounds=TweetBounds(max_hashtag_chars=tag_chars)
+    )
+    key = unicodedata.normalize("NFKC", "\ufdfa" * tag_chars).casefold()
+    assert len(key.encode()) == 33 * tag_chars
+    big = 2**62
+    top = ((key, big),) * k
+    windows = {big - i: Published(top, big) for i in range(config.open_windows)}
+    state = {"batch": big, "state": MergeState(windows, big).to_json()}
+    size, bound = len(state_json(state)), config.state_bytes_bound()
+    assert size <= bound and (bound < 10_000 or size > 0.9 * bound)
+    record = {"window_start": big, "window_end": big, "revision": 2**31 - 1, "is_final": True,
+              "emitted_at": big, "top": [{"hashtag": t, "count": c} for t, c in top]}  # fmt: skip
+    size, bound = len(AvroCodec("trending_topk").encode(record)), config.result_bytes_bound()
+    assert size <= bound and (bound < 10_000 or size > 0.9 * bound)

@@ -11,7 +11,6 @@ late tweets, the dead letters, and its own small state with the batch's marker
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +20,13 @@ from typing import TYPE_CHECKING
 from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
-from connectors.transactions import OutRecord, TransactionalBatchWriter
+from connectors.transactions import (
+    RECORD_OVERHEAD,
+    OutRecord,
+    TransactionalBatchWriter,
+    state_json,
+)
+from trending.errors import UserError
 from trending.jobs.common import (
     CommittedBatches,
     JobSettings,
@@ -76,6 +81,21 @@ class HashtagJobConfig(JobSettings):
     @property
     def windows(self) -> SlidingWindows:
         return SlidingWindows(self.size_ms, self.hop_ms, self.align_ms)
+
+    @property
+    def open_windows(self) -> int:
+        """The most windows whose top-k the driver keeps: those starting in
+        ``(max event - lateness - size, max event]``."""
+        return -(-(self.size_ms + self.lateness_ms) // self.hop_ms) + 1
+
+    def state_bytes_bound(self) -> int:
+        """The most bytes the driver's state (:meth:`MergeState.to_json`) can take as JSON."""
+        per_window = 60 + self.k * (self.bounds.key_json_bytes + 24)
+        return 100 + self.open_windows * per_window
+
+    def result_bytes_bound(self) -> int:
+        """The most bytes of a top-k record's value (``schemas/trending_topk.avsc``)."""
+        return 48 + self.k * (self.bounds.key_utf8_bytes + 15)
 
     def state_settings(self) -> dict[str, int | str]:
         """The settings the job's state depends on: a checkpoint keeps them for its lifetime."""
@@ -161,8 +181,8 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
         updates = merger.apply_batch(candidates, newest)
         stats.phases["windows"] = time.monotonic() - clock
         clock = time.monotonic()
-        records = list(self._topk_records(updates))
         aside = self._side_output()
+        records = [aside.result(r, batch_id, stats) for r in self._topk_records(updates)]
         for kind, partition, offset, key, value, reason, timestamp_ms, headers in side:
             origin = Origin.of(
                 self.config.input_topic, partition, offset, key, value, timestamp_ms, headers
@@ -173,7 +193,7 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
         stats.revisions = sum(not u.is_final for u in updates)
         stats.finals = len(updates) - stats.revisions
         state = merger.state.to_json()
-        stats.state_bytes = len(json.dumps(state, separators=(",", ":")))
+        stats.state_bytes = len(state_json(state))
         stats.phases["snapshot"] = time.monotonic() - clock
         clock = time.monotonic()
         self.writer.write_batch(batch_id, records, state)
@@ -208,10 +228,37 @@ def open_processor(spark: SparkSession, config: HashtagJobConfig) -> HashtagBatc
     checkpoint = JobCheckpoint(spark, config.checkpoint)
 
     def build(job_id: str, writer: TransactionalBatchWriter) -> HashtagBatchProcessor:
+        check_record_sizes(config, writer)
         state = HashtagState(spark, config.windows, job_id)
         return HashtagBatchProcessor(config, checkpoint, job_id, writer, state)
 
     return open_job(checkpoint, config, "hashtags", config.state_settings(), build)
+
+
+def check_record_sizes(config: HashtagJobConfig, writer: TransactionalBatchWriter) -> None:
+    """Refuse settings whose driver state could outgrow what the commits topic accepts (a batch
+    would then fail on every replay); warn when a top-k record could outgrow the output topic
+    (it would go to the dead-letter topic)."""
+    state_limit = writer.limit_of(writer.commits_topic) - STATE_RECORD_MARGIN
+    if config.state_bytes_bound() > state_limit:
+        raise UserError(
+            f"with --top {config.k}, --max-hashtag-chars {config.bounds.max_hashtag_chars} and "
+            f"{config.open_windows} open windows the job's state can take "
+            f"{config.state_bytes_bound()} bytes, more than topic {writer.commits_topic} accepts "
+            f"({state_limit}): lower --top or --max-hashtag-chars, or raise the topic's "
+            "max.message.bytes"
+        )
+    result_limit = writer.limit_of(config.output_topic) - RECORD_OVERHEAD
+    if config.result_bytes_bound() > result_limit:
+        log.warning(
+            "a top-%d record can take up to %d bytes, more than topic %s accepts (%d): such "
+            "records go to %s (reason \"oversized result\")",
+            config.k, config.result_bytes_bound(), config.output_topic, result_limit,
+            config.dead_letter_topic,
+        )  # fmt: skip
+
+
+STATE_RECORD_MARGIN = RECORD_OVERHEAD + 1_024  # the marker's key and its JSON around the state
 
 
 def summarize(history: list[BatchStats]) -> str:

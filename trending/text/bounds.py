@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SHALLOW_SEGMENT = 1_000  # trending.udf.Hashtags.SHALLOW_SEGMENT
+# The most one character of a hashtag can grow in its key, casefold(NFKC(c)): U+FDFA becomes 18
+# characters, 33 bytes of UTF-8, as Avro and the state's JSON (connectors.transactions.state_json)
+# hold it (checked over every code point).
+KEY_UTF8_BYTES_PER_CHAR = 33
 
 
 @dataclass(frozen=True)
@@ -42,3 +46,13 @@ class TweetBounds:
         """Texts this long or shorter hold at most ``n / 2`` hashtags of at most ``n - 1``
         characters each, and their URL scan is short."""
         return min(2 * self.max_hashtags, self.max_hashtag_chars, SHALLOW_SEGMENT)
+
+    @property
+    def key_utf8_bytes(self) -> int:
+        """The most bytes of UTF-8 the key of a hashtag within the bounds can take."""
+        return KEY_UTF8_BYTES_PER_CHAR * self.max_hashtag_chars
+
+    @property
+    def key_json_bytes(self) -> int:
+        """The most bytes the key of a hashtag within the bounds can take as a JSON string."""
+        return self.key_utf8_bytes + 2
