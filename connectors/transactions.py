@@ -95,6 +95,8 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "compression.type": "lz4",
     "transaction.timeout.ms": 120_000,
     "message.max.bytes": STATE_RECORD_MAX_BYTES + 2**16,
+    # what the producer holds unsent: librdkafka's default is 1 GiB
+    "queue.buffering.max.kbytes": 2 * (STATE_RECORD_MAX_BYTES + 2**16) // 1024,
 }
 PRODUCER_FIXED: dict[str, Any] = {"enable.idempotence": True, "acks": "all"}
 
@@ -203,10 +205,17 @@ class TransactionalBatchWriter:
         """The newest committed batch id, or -1."""
         return self.committed.batch_id
 
-    def write_batch(self, batch_id: int, records: Iterable[OutRecord], state: Any = None) -> int:
+    def write_batch(
+        self,
+        batch_id: int,
+        records: Iterable[OutRecord] | Callable[[], Iterable[OutRecord]],
+        state: Any = None,
+    ) -> int:
         """Publish ``records``, ``state`` and the marker of ``batch_id`` in one transaction;
         returns how many records were sent. A record too large for its topic is left out and
-        counted in ``skipped_oversized``.
+        counted in ``skipped_oversized`` (the jobs turn such records into dead letters first).
+        ``records`` may be a function giving them anew for each attempt: they are then sent as
+        they come, never all held at once (the producer's queue is bounded).
 
         A transient Kafka error (a broker down, stalled or restarted, a leader moving) ends
         the transaction; a new producer under the same id fences the old one and aborts what it
@@ -215,12 +224,18 @@ class TransactionalBatchWriter:
         lost). Raises on any other failure, or when that time has passed; nothing becomes
         visible.
         """
-        batch = [record for record in records if self._fits(batch_id, record)]
+        if callable(records):
+            fresh = records
+        else:
+            kept = list(records)
+            fresh = lambda: kept  # noqa: E731
+        sent = 0
         deadline, pause = time.monotonic() + self.retry_timeout_s, RETRY_FIRST_PAUSE_S
         while True:
             try:
                 self._renew_if_disconnected()
-                self._transact(batch_id, batch, state)
+                fitting = (r for r in fresh() if self._fits(batch_id, r))
+                sent = self._transact(batch_id, fitting, state)
                 break
             except KafkaException as error:
                 if not transient(error) or time.monotonic() + pause > deadline:
@@ -238,9 +253,10 @@ class TransactionalBatchWriter:
                     log.warning("batch %d: its commit did succeed; not sent again", batch_id)
                     break
         self.committed = Committed(batch_id, state)
-        return len(batch)
+        return sent
 
-    def _transact(self, batch_id: int, batch: list[OutRecord], state: Any) -> None:
+    def _transact(self, batch_id: int, batch: Iterable[OutRecord], state: Any) -> int:
+        """Send ``batch`` and ``state`` in one transaction; returns how many records it sent."""
         failures: list[KafkaError] = []
         state_at: list[TopicPartition] = []
 
@@ -258,9 +274,11 @@ class TransactionalBatchWriter:
 
         producer = self._producer
         producer.begin_transaction()
+        sent = 0
         try:
             for record in batch:
                 self._produce(record.topic, record.key, record.value, on_delivery, record.headers)
+                sent += 1
             value = state_json({"batch": batch_id, "state": state})
             key = self.transactional_id.encode()
             self._produce(self.commits_topic, key, value, on_state)
@@ -287,6 +305,7 @@ class TransactionalBatchWriter:
                 # a transient failure renews the producer, which aborts what this one left open
                 self._abort(batch_id, producer)
             raise
+        return sent
 
     def _cause(self, producer: Producer, failures: list[KafkaError]) -> KafkaError:
         """Why records failed delivery. When the transaction itself failed (a partition it
