@@ -34,11 +34,23 @@ CONFIG_ENV = "TRENDING_KAFKA_CONFIG"
 KAFKA_ENV_PREFIX = "TRENDING_KAFKA_"
 REGISTRY_ENV_PREFIX = "TRENDING_SCHEMA_REGISTRY_"
 MASK = "***"
+# A setting is a secret by its key, with or without a prefix (``kafka.``, ``spark.hadoop.``):
+# passwords, secrets, tokens, JAAS configs, credentials, a registry's user info, the S3A access,
+# secret and encryption keys (per bucket too), Azure account keys and SAS tokens, GCS private
+# keys and key files, Kafka's PEM keys (ssl.key.pem, ssl.keystore.key)...
 SECRET_KEY = re.compile(
-    r"password|secret|jaas|token|user\.info|key\.password|credentials|key\.pem|keystore\.key",
+    r"passw(?:or)?d|secret|token|jaas|credential|user\.?info|key\.pem|keyfile|(?:^|\.)sas\."
+    r"|(?:access|secret|private|encryption|account|api|keystore|client)[._-]?key\b",
     re.IGNORECASE,
 )
-_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+# ...unless the key names where or how to find one: a provider, a path, a switch, an endpoint
+NOT_SECRET_KEY = re.compile(
+    r"[._-](?:provider|path|type|enabled|endpoint|url|location|mechanism|binding)$"
+    r"|(?<!key)file$",
+    re.IGNORECASE,
+)
+# Where a URL starts: its scheme, not inside a word or another URL's userinfo
+_URL_SCHEME = re.compile(r"(?<![\w+.:@%-])[A-Za-z][A-Za-z0-9+.-]*://")
 _REGISTRY_NUMBERS = {
     "cache.capacity",
     "cache.latest.ttl.sec",
@@ -63,7 +75,7 @@ def parse_options(items: Sequence[str] | None, flag: str) -> dict[str, str]:
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UserError(f"{flag} wants KEY=VALUE, got {key!r}")
+            raise UserError(f"{flag} wants KEY=VALUE, got {shown_key(key)}")
         options[key.strip()] = value
     return options
 
@@ -282,12 +294,36 @@ def _untranslated(setting: str, why: str) -> UserError:
 
 def is_secret(key: str) -> bool:
     """Whether the value of setting ``key`` is a secret (a password, key, token, ...)."""
-    return SECRET_KEY.search(key) is not None
+    return SECRET_KEY.search(key) is not None and NOT_SECRET_KEY.search(key) is None
+
+
+def has_url_credentials(value: str) -> bool:
+    """Whether ``value`` holds a URL with userinfo (``scheme://user:password@host``)."""
+    return mask_url(value) != value
+
+
+def carries_secret(key: str, value: str) -> bool:
+    """Whether setting ``key`` = ``value`` carries a secret: by its key or in a URL's userinfo."""
+    return is_secret(key) or has_url_credentials(value)
 
 
 def mask_url(text: str) -> str:
-    """``text`` with the userinfo of every URL in it (``scheme://user:pass@``) as ``***``."""
-    return _URL_USERINFO.sub(rf"\1{MASK}@", text)
+    """``text`` with the userinfo of every URL in it (``scheme://user:pass@``) as ``***``.
+
+    The userinfo runs from the ``//`` to the last ``@`` of the URL, the URL ending at white
+    space or where the next URL starts: a password with ``@``, ``/``, ``:`` or ``%40`` in it is
+    hidden whole. An ``@`` later in a URL (in its path or query) hides what precedes it too:
+    better too much than the tail of a password.
+    """
+    matches = list(_URL_SCHEME.finditer(text))
+    pieces, done = [], 0
+    for number, match in enumerate(matches, start=1):
+        start, end = match.end(), matches[number].start() if number < len(matches) else len(text)
+        userinfo = re.split(r"\s", text[start:end], maxsplit=1)[0].rfind("@")
+        if userinfo > 0:
+            pieces += [text[done:start], MASK]
+            done = start + userinfo
+    return "".join([*pieces, text[done:]])
 
 
 def masked(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -296,6 +332,22 @@ def masked(settings: Mapping[str, Any]) -> dict[str, Any]:
         key: MASK if is_secret(key) else mask_url(value) if isinstance(value, str) else value
         for key, value in settings.items()
     }
+
+
+def masked_items(items: Sequence[str]) -> list[str]:
+    """``KEY=VALUE`` items fit to print: a secret's value and URL userinfo as ``***``."""
+    shown = []
+    for item in items:
+        key, sep, _ = item.partition("=")
+        shown.append(f"{key}={MASK}" if sep and is_secret(key) else mask_url(item))
+    return shown
+
+
+def shown_key(key: str) -> str:
+    """``key`` (an item that should have been ``KEY=VALUE``) fit to print in an error: cut
+    after the word that makes it a secret's, and without URL userinfo."""
+    found = SECRET_KEY.search(key)
+    return repr(key[: found.end()]) + "..." if found else repr(mask_url(key))
 
 
 def scrub(text: str, settings: Mapping[str, Any]) -> str:

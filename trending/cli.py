@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from trending import __version__
-from trending.config import CONFIG_ENV, ConfigError, configure
+from trending.commands import Parser
+from trending.config import CONFIG_ENV, ConfigError, configure, exposed_secrets_warnings
 from trending.errors import UserError
 
 # Each module registers its own sub-command(s) with ``register(subparsers)``.
@@ -30,7 +31,7 @@ class _CommandModule(Protocol):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = Parser(
         prog="trending",
         description="Exact windowing for Spark Structured Streaming on Kafka.",
     )
@@ -53,10 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        configure(parser, arguments, os.environ)
+        config = configure(parser, arguments, os.environ)
     except UserError as error:
         return _report(error)
     args = parser.parse_args(arguments)
+    for warning in exposed_secrets_warnings(config, args, os.environ):
+        print(f"trending: warning: {warning}", file=sys.stderr)
     try:
         code: int = args.handler(args)
     except UserError as error:

@@ -23,7 +23,14 @@ import yaml
 from connectors.avro import REGISTRY_ENV
 from connectors.kafka import BOOTSTRAP_ENV, FILE_SETTINGS_DEST
 from connectors.kafka_settings import CONFIG_ENV as KAFKA_CONFIG_ENV
-from connectors.kafka_settings import mask_url
+from connectors.kafka_settings import (
+    KAFKA_ENV_PREFIX,
+    carries_secret,
+    has_url_credentials,
+    mask_url,
+    read_properties,
+    shown_key,
+)
 from trending.errors import UserError
 
 if sys.version_info >= (3, 11):
@@ -183,7 +190,7 @@ def _item(action: argparse.Action, item: Any) -> Any:
         raise ValueError(f"wants strings in its list, got {_shown(item)}")
     key, sep, _ = item.partition("=")
     if action.metavar == "KEY=VALUE" and not (sep and key.strip()):
-        raise ValueError(f"wants KEY=VALUE items, got {mask_url(key)!r}")
+        raise ValueError(f"wants KEY=VALUE items, got {shown_key(key)}")
     return _scalar(action, item)
 
 
@@ -363,3 +370,94 @@ def configure(
     config = load_config(parser, *found)
     apply_config(parser, config, environ)
     return config
+
+
+# --- secrets ----------------------------------------------------------------------------------
+# The process list (ps, /proc/PID/cmdline) shows every process's command line to every user of
+# the machine, so a secret belongs in a file only its owner can read, or in the environment.
+PRIVATE_FILE = "the configuration file (trending --config FILE, chmod 600)"
+
+
+def secret_flag_warning(name: str, value: str, key_value: bool) -> str | None:
+    """The warning for the flag ``--name value`` (``key_value``: a ``KEY=VALUE`` item) when the
+    value carries a secret (:func:`connectors.kafka_settings.carries_secret`), else None."""
+    key, _, setting = value.partition("=") if key_value else ("", "", value)
+    if not carries_secret(key.strip(), setting):
+        return None
+    flag = f"--{name} {key.strip()}" if key_value else f"--{name}"
+    return (
+        f"{flag}: a secret on the command line shows in the process list (ps) to every user "
+        f"of this machine; {secret_route(name, key.strip())}"
+    )
+
+
+def secret_route(name: str, key: str) -> str:
+    """How to give the secret of option ``name`` (setting ``key``) off the command line."""
+    if name == "kafka-option":
+        variable = KAFKA_ENV_PREFIX + key.upper().replace(".", "_")
+        return (
+            f"set ${variable}, or put it in the [kafka] table of {PRIVATE_FILE} or in a "
+            "--kafka-config file only you can read"
+        )
+    if name == "spark-kafka-option":
+        return (
+            "give the Kafka client settings instead ($TRENDING_KAFKA_SASL_USERNAME and "
+            "$TRENDING_KAFKA_SASL_PASSWORD become Spark's kafka.sasl.jaas.config), or put it in "
+            f"the spark-kafka-option table of {PRIVATE_FILE}"
+        )
+    if name == "conf":
+        return (
+            f"put it in the conf table of {PRIVATE_FILE}, whose secrets the jobs hand to "
+            "Spark's JVM off its command line, or in a Hadoop credential provider "
+            "(spark.hadoop.hadoop.security.credential.provider.path); S3A also reads "
+            "$AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY and $AWS_SESSION_TOKEN"
+        )
+    option_variable = OPTION_ENV.get(name)
+    instead = f"set ${option_variable} or " if option_variable else ""
+    return f"{instead}put it in {PRIVATE_FILE}"
+
+
+def file_secrets(config: ConfigFile) -> list[str]:
+    """What in the configuration file holds a secret: ``[kafka] KEY``, ``OPTION`` (a URL with
+    credentials) or ``OPTION KEY`` (an item of a ``KEY=VALUE`` option)."""
+    found = {f"[kafka] {k}" for k, v in config.kafka.items() if carries_secret(k, v)}
+    for values in config.options.values():
+        for name, value in values.items():
+            if isinstance(value.default, list):
+                items = [str(item).partition("=") for item in value.default]
+                found |= {f"{name} {k}" for k, _, v in items if carries_secret(k, v)}
+            elif isinstance(value.raw, str) and has_url_credentials(value.raw):
+                found.add(name)
+    return sorted(found)
+
+
+def exposed_file_warning(path: str, secrets: Sequence[str]) -> str | None:
+    """The warning for a file of ``secrets`` that users other than its owner may read."""
+    try:
+        exposed = bool(secrets) and Path(path).stat().st_mode & 0o044 != 0
+    except OSError:
+        return None
+    if not exposed:
+        return None
+    return (
+        f"{path} holds secrets ({', '.join(secrets)}) and other users of this machine may "
+        f"read it: chmod 600 {path}"
+    )
+
+
+def exposed_secrets_warnings(
+    config: ConfigFile | None, args: argparse.Namespace, environ: Mapping[str, str]
+) -> list[str]:
+    """A warning for the configuration file and for the Kafka properties file (``--kafka-config``
+    or ``$TRENDING_KAFKA_CONFIG``) when one holds secrets others may read."""
+    warnings = [exposed_file_warning(config.path, file_secrets(config)) if config else None]
+    has_option = "kafka_config" in vars(args)
+    properties = (args.kafka_config or environ.get(KAFKA_CONFIG_ENV)) if has_option else None
+    if properties:
+        try:
+            settings = read_properties(properties)
+        except UserError:
+            settings = {}  # the command says what is wrong with it
+        secrets = sorted(k for k, v in settings.items() if carries_secret(k, v))
+        warnings.append(exposed_file_warning(properties, secrets))
+    return [warning for warning in warnings if warning]

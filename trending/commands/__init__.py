@@ -1,22 +1,41 @@
 """Sub-commands of the ``trending`` command line; each module has ``register(subparsers)``.
 
-The parsers that show defaults use :class:`DefaultsHelpFormatter`.
+Every parser is a :class:`Parser`: it warns of a flag whose value carries a secret, and its help
+never prints one. The parsers that show defaults use :class:`DefaultsHelpFormatter`.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import sys
+from typing import Any
 
-from connectors.kafka_settings import mask_url
+from connectors.kafka_settings import mask_url, masked_items
+from trending.config import secret_flag_warning
 
 
-class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Adds ``(default: X)`` to an option's help unless the help already states its default,
-    or the default says nothing (``None``, ``False`` of a flag, an empty list). A default from
-    a configuration file may be a URL with credentials: its userinfo shows as ``***``."""
+def masked_default(default: Any) -> Any:
+    """An option's default fit to print: ``KEY=VALUE`` items with their secrets as ``***``,
+    URLs without their userinfo (defaults may come from a configuration file)."""
+    if isinstance(default, list) and all(isinstance(item, str) for item in default):
+        return masked_items(default)
+    return mask_url(default) if isinstance(default, str) else default
+
+
+class MaskedHelpFormatter(argparse.HelpFormatter):
+    """Help that prints a default (``%(default)s``) with its secrets as ``***``."""
 
     def _expand_help(self, action: argparse.Action) -> str:
-        return mask_url(super()._expand_help(action))
+        shown = copy.copy(action)
+        shown.default = masked_default(action.default)
+        return mask_url(super()._expand_help(shown))
+
+
+class DefaultsHelpFormatter(MaskedHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Adds ``(default: X)`` to an option's help unless the help already states its default,
+    or the default says nothing (``None``, ``False`` of a flag, an empty list). A default from
+    a configuration file may hold secrets: they show as ``***``."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help
@@ -26,3 +45,21 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if default is None or default is False or (isinstance(default, list) and not default):
             return text
         return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of ``trending`` and of each sub-command (sub-parsers are of their parent's
+    class): one warning on standard error for every flag whose value carries a secret, which
+    the process list shows to every user of the machine."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", MaskedHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        names = [name[2:] for name in action.option_strings if name.startswith("--")]
+        for text in arg_strings if names else ():
+            warning = secret_flag_warning(names[0], text, action.metavar == "KEY=VALUE")
+            if warning:
+                print(f"trending: warning: {warning}", file=sys.stderr)
+        return super()._get_values(action, arg_strings)

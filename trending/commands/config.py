@@ -16,6 +16,7 @@ from connectors.kafka_settings import (
     env_settings,
     kafka_sources,
     masked,
+    masked_items,
 )
 from trending.config import (
     CONFIG_ENV,
@@ -220,8 +221,7 @@ def _where(source: str, config: ConfigFile | None, value: FileValue | None) -> s
 def _display(name: str, value: Any) -> str:
     """``value`` fit to print: secrets and the userinfo of URLs as ``***``."""
     if isinstance(value, list):
-        pairs = dict(item.partition("=")[::2] for item in value)
-        return ", ".join(f"{k}={v}" for k, v in masked(pairs).items()) or "(none)"
+        return ", ".join(masked_items([str(item) for item in value])) or "(none)"
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:

@@ -346,7 +346,12 @@ def _add_spark_arguments(
         "translated from the Kafka client settings, e.g. kafka.sasl.jaas.config=...",
     )
     spark.add_argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting (repeatable); keep secrets (spark.hadoop.fs.s3a.secret.key, ...) "
+        "off the command line: the conf table of the config file, a Hadoop credential provider",
     )
     add_metrics_arguments(parser)
 
