@@ -2,6 +2,11 @@
 
 The connectors come from ``make jars`` (Maven, into ``build/jars``) and go on ``spark.jars``, so a
 session never resolves or downloads anything at start-up and works offline.
+
+pyspark starts its JVM with ``spark-submit --conf KEY=VALUE`` for every setting made before it
+starts, and the process list (``ps``) shows those command lines to every user of the machine.
+So the JVM starts with the settings that carry no secret (:func:`launch_settings`), and the
+SparkContext gets all of them, secrets too, through pyspark's gateway to the running JVM.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from connectors.jvm import java_executable, require_jars
+from connectors.kafka_settings import carries_secret
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,19 +87,24 @@ def build_session(
     from pyspark.sql import SparkSession
     from pyspark.sql.types import ArrayType, StringType
 
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .master(with_task_attempts(master or os.environ.get("SPARK_MASTER", DEFAULT_MASTER), conf))
-        .config("spark.jars", jars)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.ui.enabled", os.environ.get("TRENDING_SPARK_UI", "false"))
-        .config(NO_DATA_CONF, "false")
-        .config(DRIVER_OPTIONS_CONF, driver_java_options(os.environ))
-        .config(EXECUTOR_OPTIONS_CONF, THROUGHPUT_GC)
-        .config(*CHECKPOINT_FILES_CONF)
-    )
-    for key, value in (conf or {}).items():
+    settings = {
+        "spark.app.name": app_name,
+        "spark.master": with_task_attempts(
+            master or os.environ.get("SPARK_MASTER", DEFAULT_MASTER), conf
+        ),
+        "spark.jars": jars,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": os.environ.get("TRENDING_SPARK_UI", "false"),
+        NO_DATA_CONF: "false",
+        DRIVER_OPTIONS_CONF: driver_java_options(os.environ),
+        EXECUTOR_OPTIONS_CONF: THROUGHPUT_GC,
+        CHECKPOINT_FILES_CONF[0]: CHECKPOINT_FILES_CONF[1],
+        **(conf or {}),
+    }
+    start_jvm(launch_settings(settings))
+    builder = SparkSession.builder
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TRENDING_SPARK_LOG_LEVEL", "WARN"))
@@ -102,6 +113,25 @@ def build_session(
     name, java_class = HASHTAG_UDF
     spark.udf.registerJavaFunction(name, java_class, ArrayType(StringType()))
     return spark
+
+
+def launch_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """The part of ``settings`` the JVM may start with, on its command line: all but those that
+    carry a secret (by key, or as a URL's userinfo in the value). A setting only start-up reads
+    (the driver's memory, class path, Java options) must carry none: held back, it would not
+    apply."""
+    return {key: value for key, value in settings.items() if not carries_secret(key, value)}
+
+
+def start_jvm(settings: Mapping[str, str]) -> None:
+    """Start pyspark's JVM with ``settings`` (pyspark gives them to ``spark-submit`` as
+    ``--conf`` arguments), unless this process already runs one: the step ``SparkContext(conf)``
+    takes first, with all of its settings."""
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._gateway is None:
+        launch = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        SparkContext._ensure_initialized(conf=launch)
 
 
 def with_task_attempts(master: str, conf: Mapping[str, str] | None = None) -> str:
