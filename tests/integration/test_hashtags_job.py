@@ -313,7 +313,7 @@ def test_failed_batch_publishes_nothing_and_is_redone(
         self: TransactionalBatchWriter, batch_id: int, records: Any, state: Any = None
     ) -> int:
         if batch_id == 2:
-            records = failing(list(records))
+            records = failing(list(records() if callable(records) else records))
         return original(self, batch_id, records, state)
 
     monkeypatch.setattr(TransactionalBatchWriter, "write_batch", fail_on_batch_2)
@@ -711,7 +711,8 @@ def test_crafted_tweets_are_dead_letters_naming_their_bound_and_the_rest_is_exac
     produce(kafka_bootstrap, job.topics["tweets"], first)
     job.run(spark)
     produce(kafka_bootstrap, job.topics["tweets"], [*(t for t, _ in crafted.values()), *second])
-    query, processor = start_query(spark, job.config())
+    # the driver fetches the dead letters (1.4 MB) in parts of about 200 kB
+    query, processor = start_query(spark, job.config(collect_part_bytes=200_000))
     try:
         assert query.awaitTermination(300), "the run with crafted tweets did not end in 300 s"
     finally:

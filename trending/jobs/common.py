@@ -132,6 +132,7 @@ STATE_STORE_CONF = {
 
 
 DEFAULT_SHUTDOWN_TIMEOUT_S = 20.0  # under Kubernetes' default grace period of 30 s
+DEFAULT_COLLECT_PART_BYTES = 64 * 2**20  # see trending.spark.collect
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,8 @@ class JobSettings:
     lease_timeout_s: float = DEFAULT_TIMEOUT_S  # see trending.lease
     shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S  # SIGTERM: the batch in progress ends
     kafka_step_timeout_s: float = TXN_STEP_TIMEOUT_S  # see connectors.transactions
+    # the most bytes of a batch's output the driver fetches at once (trending.spark.collect)
+    collect_part_bytes: int = DEFAULT_COLLECT_PART_BYTES
 
     @property
     def batch_bound(self) -> int | None:

@@ -15,7 +15,9 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from pyspark import StorageLevel
 
 from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
@@ -37,13 +39,17 @@ from trending.jobs.common import (
 )
 from trending.jobs.letters import Origin, SideOutput
 from trending.spark.checkpoint import JobCheckpoint
+from trending.spark.collect import in_parts
 from trending.spark.hashtag_state import (
     LATE,
+    SIDE_COLUMNS,
     BatchParams,
     HashtagState,
     candidate_rows,
+    counted_rows,
     hashtag_records,
     register_functions,
+    side_rows,
     top_candidates,
     warm_up,
 )
@@ -172,32 +178,52 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
         params = BatchParams(merger.watermark_ms, merger.thresholds(), clock_ms)
         self.state.prepare(batch, params)
         clock = time.monotonic()
-        table = batch.toArrow()
-        stats.phases["spark"] = time.monotonic() - clock
-        clock = time.monotonic()
-        candidates, side = candidate_rows(table)
-        on_time, newest = self.state.figures()
-        stats.newest_event_ms = newest
-        updates = merger.apply_batch(candidates, newest)
-        stats.phases["windows"] = time.monotonic() - clock
-        clock = time.monotonic()
-        aside = self._side_output()
-        records = [aside.result(r, batch_id, stats) for r in self._topk_records(updates)]
-        for kind, partition, offset, key, value, reason, timestamp_ms, headers in side:
-            origin = Origin.of(
-                self.config.input_topic, partition, offset, key, value, timestamp_ms, headers
-            )
+        cached = batch.persist(StorageLevel.MEMORY_AND_DISK)  # the plan runs once
+        try:
+            candidates = candidate_rows(counted_rows(cached).toArrow())
+            on_time, newest = self.state.figures()  # read before anything reads the cache again
+            stats.phases["spark"] = time.monotonic() - clock
+            clock = time.monotonic()
+            stats.newest_event_ms = newest
+            updates = merger.apply_batch(candidates, newest)
+            stats.phases["windows"] = time.monotonic() - clock
+            clock = time.monotonic()
+            aside = self._side_output()
+            results = [aside.result(r, batch_id, stats) for r in self._topk_records(updates)]
+            stats.revisions = sum(not u.is_final for u in updates)
+            stats.finals = len(updates) - stats.revisions
+            state = merger.state.to_json()
+            stats.state_bytes = len(state_json(state))
+            stats.phases["snapshot"] = time.monotonic() - clock
+            clock = time.monotonic()
+            side = side_rows(cached)
+            dead, reasons = stats.dead, dict(stats.dead_reasons)  # oversized results
+
+            def records() -> Iterator[OutRecord]:
+                # the side records are counted anew by each attempt of the transaction
+                stats.late, stats.dead, stats.dead_reasons = 0, dead, dict(reasons)
+                yield from results
+                for part in in_parts(side, self.config.collect_part_bytes):
+                    yield from self._side_records(aside, part, stats)
+
+            self.writer.write_batch(batch_id, records, state)
+            stats.phases["publish"] = time.monotonic() - clock
+        finally:
+            cached.unpersist()
+        stats.tweets = on_time + stats.late + stats.dead - dead  # each side row once
+
+    def _side_records(
+        self, aside: SideOutput, table: Any, stats: BatchStats
+    ) -> Iterator[OutRecord]:
+        """Late tweets and dead letters of a collected part of the batch's side rows."""
+        topic = self.config.input_topic
+        columns = [table.column(name).to_pylist() for name in SIDE_COLUMNS]
+        for kind, partition, offset, key, value, reason, timestamp_ms, headers in zip(
+            *columns, strict=True
+        ):
+            origin = Origin.of(topic, partition, offset, key, value, timestamp_ms, headers)
             route = aside.late if kind == LATE else aside.dead
-            records.append(route(origin, reason, stats))
-        stats.tweets = on_time + len(side)
-        stats.revisions = sum(not u.is_final for u in updates)
-        stats.finals = len(updates) - stats.revisions
-        state = merger.state.to_json()
-        stats.state_bytes = len(state_json(state))
-        stats.phases["snapshot"] = time.monotonic() - clock
-        clock = time.monotonic()
-        self.writer.write_batch(batch_id, records, state)
-        stats.phases["publish"] = time.monotonic() - clock
+            yield route(origin, reason, stats)
 
     def _topk_records(self, updates: list[TopKUpdate]) -> Iterator[OutRecord]:
         now = int(time.time() * 1000)

@@ -42,6 +42,7 @@ from trending.jobs.common import (
 from trending.jobs.letters import Origin, SideOutput
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.clock import with_batch_clock
+from trending.spark.collect import in_parts
 from trending.spark.sensor_steps import (
     DEAD,
     LATE,
@@ -236,21 +237,28 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
             )
             stats.phases["windows"] = _lap(clock)
             clock = time.monotonic()
-            results = encoded_output(output, self.outputs).toArrow()
-            side = events.where(events.kind.isin(LATE, DEAD)).select(*SIDE_COLUMNS).toArrow()
-            stats.phases["collect"] = _lap(clock)
+            figures_after = self.steps.figures()
+            state.readings = self.state.readings + (
+                0 if self.config.partition_by_sensor else figures_after["readings"]
+            )
+            aside = self._side_output()
+            results = encoded_output(output, self.outputs)
+            side = events.where(events.kind.isin(LATE, DEAD)).select(*SIDE_COLUMNS)
+            part_bytes = self.config.collect_part_bytes
+
+            def records() -> Iterator[OutRecord]:
+                # fetched in parts, and counted anew by each attempt of the transaction
+                stats.late, stats.dead, stats.dead_reasons = 0, 0, {}
+                for part in in_parts(results, part_bytes):
+                    for record in self._result_records(part):
+                        yield aside.result(record, batch_id, stats)
+                for part in in_parts(side, part_bytes):
+                    yield from self._side_records(aside, part, stats)
+
+            self.writer.write_batch(batch_id, records, state.to_json())
         finally:
             self.steps.release()
             events.unpersist()
-        figures_after = self.steps.figures()
-        state.readings = self.state.readings + (
-            0 if self.config.partition_by_sensor else figures_after["readings"]
-        )
-        clock = time.monotonic()
-        aside = self._side_output()
-        records = [aside.result(r, batch_id, stats) for r in self._result_records(results)]
-        records.extend(self._side_records(aside, side, stats))
-        self.writer.write_batch(batch_id, records, state.to_json())
         stats.phases["publish"] = _lap(clock)
         self.state = state
         stats.events = sum(figures.counts.values())

@@ -47,6 +47,7 @@ from trending.jobs.common import (
 )
 from trending.jobs.letters import Origin, SideOutput
 from trending.spark.checkpoint import JobCheckpoint
+from trending.spark.collect import in_parts
 from trending.spark.session import NO_DATA_CONF
 from trending.spark.temporal_steps import (
     DEAD,
@@ -183,18 +184,25 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
                 F.max(F.when(progress, F.col("sync_ms"))).alias("mark"),
                 F.sum(F.when(progress, F.col("events"))).alias("events"),
             ).first()
-            table = kept.where(~progress).toArrow()
+            assert figures is not None
+            state = DriverState(self.state.watermark_ms)
+            if figures["mark"] is not None:
+                mark = figures["mark"] - self.config.lateness_ms
+                state.watermark_ms = max(state.watermark_ms, mark)
+            stats.events = int(figures["events"] or 0)
+            stats.phases["spark"] = time.monotonic() - clock
+            clock = time.monotonic()
+            rows, part_bytes = kept.where(~progress), self.config.collect_part_bytes
+
+            def records() -> Iterator[OutRecord]:
+                # fetched in parts (a key's rows in one), counted anew by each attempt
+                stats.rows, stats.late, stats.dead, stats.dead_reasons = 0, 0, 0, {}
+                for part in in_parts(rows, part_bytes, by=("key",)):
+                    yield from self._records(part.to_pylist(), batch_id, stats)
+
+            self.writer.write_batch(batch_id, records, state.to_json())
         finally:
             kept.unpersist()
-        assert figures is not None
-        state = DriverState(self.state.watermark_ms)
-        if figures["mark"] is not None:
-            state.watermark_ms = max(state.watermark_ms, figures["mark"] - self.config.lateness_ms)
-        stats.events = int(figures["events"] or 0)
-        stats.phases["spark"] = time.monotonic() - clock
-        clock = time.monotonic()
-        records = list(self._records(table.to_pylist(), batch_id, stats))
-        self.writer.write_batch(batch_id, records, state.to_json())
         stats.phases["publish"] = time.monotonic() - clock
         self.state = state
         stats.watermark_ms = state.watermark_ms
@@ -202,6 +210,8 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
     def _records(
         self, rows: list[dict[str, Any]], batch_id: int, stats: WindowsBatchStats
     ) -> Iterator[OutRecord]:
+        """The results of collected ``rows`` in order of start, end and key, then their late
+        and dead records."""
         results = sorted(
             (r for r in rows if r["kind"] == RESULT),
             key=lambda r: (r["start_ms"], _end(r["end_ms"]), r["key"] or ""),

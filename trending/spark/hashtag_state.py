@@ -202,18 +202,21 @@ def top_candidates(rows: DataFrame, k: int) -> DataFrame:
     return DataFrame(jvm.trending.state.TopCandidates.apply(rows._jdf, k), rows.sparkSession)
 
 
-def candidate_rows(table: Any) -> tuple[list[tuple[int, str, int]], list[tuple[Any, ...]]]:
-    """``(window_start, tag, count)`` rows and side rows (:data:`SIDE_COLUMNS`) of a collected
-    :func:`top_candidates` table."""
-    columns = {name: table.column(name).to_pylist() for name in table.column_names}
-    counted: list[tuple[int, str, int]] = []
-    side: list[tuple[Any, ...]] = []
-    for i, kind in enumerate(columns["kind"]):
-        if kind == COUNTED:
-            counted.append((columns["window_start"][i], columns["tag"][i], columns["count"][i]))
-        else:
-            side.append(tuple(columns[c][i] for c in SIDE_COLUMNS))
-    return counted, side
+def candidate_rows(table: Any) -> list[tuple[int, str, int]]:
+    """``(window_start, tag, count)`` rows of a collected :func:`top_candidates` table of
+    ``COUNTED`` rows."""
+    columns = [table.column(name).to_pylist() for name in ("window_start", "tag", "count")]
+    return list(zip(*columns, strict=True))
+
+
+def counted_rows(batch: DataFrame) -> DataFrame:
+    """The candidate rows of a :func:`top_candidates` batch."""
+    return batch.where(F.col("kind") == COUNTED).select("window_start", "tag", "count")
+
+
+def side_rows(batch: DataFrame) -> DataFrame:
+    """The late and dead rows of a :func:`top_candidates` batch (:data:`SIDE_COLUMNS`)."""
+    return batch.where(F.col("kind") != COUNTED).select(*SIDE_COLUMNS)
 
 
 def warm_up(
