@@ -17,6 +17,7 @@ from connectors.kafka_settings import SchemaRegistryAccess, registry_access
 from connectors.transactions import TXN_STEP_TIMEOUT_S, TransactionalBatchWriter
 from trending.errors import UserError
 from trending.jobs.batching import batch_bound
+from trending.jobs.faults import crash_after_commit
 from trending.lease import DEFAULT_TIMEOUT_S, CheckpointLease, LeaseLost
 from trending.spark.clock import DEFAULT_MAX_FUTURE_MS, ClockSkew
 from trending.spark.session import PROVIDER_CONF, ROCKSDB_PROVIDER
@@ -103,6 +104,7 @@ class CommittedBatches(Generic[S]):
             except Exception as error:
                 self.failure = f"batch {batch_id} failed: {brief(error)}"
                 raise
+            crash_after_commit(batch_id)  # a fault the tests inject (trending.jobs.faults)
             self.failure = None  # an earlier failure of this processor was redone
         stats.seconds = time.monotonic() - started
         self.history.append(stats)
