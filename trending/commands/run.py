@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -695,9 +696,29 @@ def failure_line(processor: Any, exception: Any) -> str:
             f"{processor.failure}; nothing of it was published, and the job sends it again when "
             "restarted from its checkpoint"
         )
-    lines = str(exception).strip().splitlines()
+    text = str(exception)
+    loss = _DATA_LOSS.search(text)
+    if loss is not None:
+        reason = _LOSS_REASON.search(text)
+        what = reason[1].strip() if reason else loss[1]
+        return (
+            f"the input lost records the job had not read, or its offsets started over "
+            f"({what[:300]}): {DATA_LOSS_HINT}"
+        )
+    lines = text.strip().splitlines()
     first = lines[0][:500] if lines else repr(exception)
     return f"the streaming query failed: {first}"
+
+
+# Spark's Kafka source fails the query when offsets it was to read are gone (retention, or the
+# topic deleted and created again: its offsets start over); the job stops rather than skip them.
+_DATA_LOSS = re.compile(r"(Some data may have been lost because they are not available in Kafka)")
+_LOSS_REASON = re.compile(r"Reason:\s*([^\n]+)")
+DATA_LOSS_HINT = (
+    "nothing of the batch was published; to skip what is gone and go on, restart with "
+    "--spark-kafka-option failOnDataLoss=false; to start over on the new input, use a new "
+    "--checkpoint"
+)
 
 
 def _stop(spark: Any, processor: Any, monitoring: Any) -> None:
