@@ -151,6 +151,9 @@ class TransactionalBatchWriter:
         self._producer_limit = int(self._config["message.max.bytes"])
         self._limits: dict[str, tuple[int, float]] = {}  # topic: limit, valid until
         self.skipped_oversized = 0  # records too large for their topic, not published
+        # Whether this process still owns the job (its checkpoint lease): a fenced producer is
+        # replaced, and its batch sent again, only then (see fenced). None: never.
+        self.still_owner: Callable[[], bool] | None = None
 
     def _new_producer(self) -> Producer:
         """A producer under this transactional id, initialised: the broker aborts any open
@@ -189,6 +192,17 @@ class TransactionalBatchWriter:
             threading.Thread(target=_discard, args=(old,), name="kafka-close", daemon=True).start()
         self._producer = self._new_producer()
         self._abandoned.remove(old)  # no longer this writer's: nothing refers to it here
+
+    def _still_owner(self) -> bool:
+        owner = self.still_owner is not None and self.still_owner()
+        if owner:
+            log.warning(
+                "%s: the broker fenced the producer although this process still owns the job "
+                "(its transaction outlived transaction.timeout.ms): a new producer sends the "
+                "batch again",
+                self.transactional_id,
+            )
+        return owner
 
     def limit_of(self, topic: str) -> int:
         """The largest record ``topic`` accepts from this producer: read once per topic; while
@@ -238,7 +252,8 @@ class TransactionalBatchWriter:
                 sent = self._transact(batch_id, fitting, state)
                 break
             except KafkaException as error:
-                if not transient(error) or time.monotonic() + pause > deadline:
+                retry = transient(error) or (fenced(error) and self._still_owner())
+                if not retry or time.monotonic() + pause > deadline:
                     raise
                 log.warning(
                     "batch %d: transient Kafka error, sent again in %.0f s: %s",
@@ -266,6 +281,8 @@ class TransactionalBatchWriter:
 
         def on_state(error: KafkaError | None, message: Message[bytes, bytes]) -> None:
             on_delivery(error, message)
+            if error is not None:
+                return
             topic, partition, offset = message.topic(), message.partition(), message.offset()
             if error is None and topic is not None and partition is not None and offset is not None:
                 state_at.append(
@@ -394,8 +411,8 @@ class TransactionalBatchWriter:
             try:  # a producer in a fatal state (fenced, failed) raises: nothing left to send
                 self._producer.flush(30)
                 self._producer.close()
-            except KafkaException as error:
-                log.warning("closing the producer: %s", error)
+            except (KafkaException, SystemError) as error:  # SystemError: a fatal producer's
+                log.warning("closing the producer: %s", error)  # failed abort, raised late
         self._group.close()
 
     def _produce(
@@ -442,7 +459,7 @@ class TransactionalBatchWriter:
 
 def _discard(producer: Producer) -> None:
     """Drop what ``producer`` still holds and release it; errors only mean it is gone already."""
-    with contextlib.suppress(KafkaException):
+    with contextlib.suppress(KafkaException, SystemError):
         producer.purge()
         producer.close()
 
@@ -464,6 +481,18 @@ def _retrying(call: Callable[[], T], timeout: float = 90.0) -> T:
             log.info("retrying after %s", cause)
             time.sleep(pause)
             pause = min(pause * 2, 2.0)
+
+
+def fenced(error: KafkaException) -> bool:
+    """Whether the broker fenced this producer: a newer producer under its transactional id, or
+    its own transaction outlived ``transaction.timeout.ms`` and the broker aborted it (which
+    also bumps the producer's epoch; librdkafka reports both as fatal ``_FENCED``)."""
+    cause = error.args[0] if error.args else None
+    return isinstance(cause, KafkaError) and cause.code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    )
 
 
 def transient(error: KafkaException) -> bool:

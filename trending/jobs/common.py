@@ -227,6 +227,7 @@ def open_job(
             config.kafka_options,
             step_timeout_s=config.kafka_step_timeout_s,
         )
+        writer.still_owner = lambda: _holds(lease)  # a fenced producer may then be replaced
         processor = build(job_id, writer)
         processor.lease = lease
         processor.settle_checkpoint()
@@ -242,6 +243,15 @@ def open_job(
 
     lease.start_heartbeat(on_lost)
     return processor
+
+
+def _holds(lease: CheckpointLease) -> bool:
+    """Whether this process still holds ``lease`` (read from the checkpoint)."""
+    try:
+        lease.check()
+    except LeaseLost:
+        return False
+    return True
 
 
 def triggered(writer: DataStreamWriter, config: JobSettings) -> DataStreamWriter:
