@@ -87,11 +87,11 @@ def producers_used(monkeypatch: pytest.MonkeyPatch, fail_first: bool = False) ->
     first try fails as a flush that timed out would (a transient error)."""
     original, used = TransactionalBatchWriter._transact, []
 
-    def noting(self: TransactionalBatchWriter, *args: Any) -> None:
+    def noting(self: TransactionalBatchWriter, *args: Any) -> int:
         used.append(self._producer)
         if fail_first and len(used) == 1:
             raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "1 records undelivered"))
-        original(self, *args)
+        return original(self, *args)
 
     monkeypatch.setattr(TransactionalBatchWriter, "_transact", noting)
     return used
