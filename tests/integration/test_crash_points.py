@@ -7,7 +7,6 @@ nothing lost, nothing twice."""
 from __future__ import annotations
 
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -39,25 +38,9 @@ def crash_then_restart(case: CrashCase) -> str:
 def test_a_crash_between_the_kafka_commit_and_sparks_commit_log_changes_nothing(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    from tests.integration import test_sensors_job, test_spl_kafka_example, test_windows_job
-    from tests.integration.test_crashes import hashtags_crash_case
+    from tests.integration.test_crashes import every_crash_case, run_beside_references
 
-    builders = {
-        "hashtags": hashtags_crash_case,
-        "sensors": test_sensors_job.crash_case,
-        "windows": test_windows_job.crash_case,
-        "spl-example": test_spl_kafka_example.crash_case,
-    }
-    cases = []
-    for name, build in builders.items():
-        folder = tmp_path / name
-        folder.mkdir()
-        cases.append(build(kafka_bootstrap, folder))
-    with ThreadPoolExecutor(2 * len(cases)) as pool:
-        references = [pool.submit(run_to_end, c.reference) for c in cases if c.reference]
-        runs = {c.name: pool.submit(crash_then_restart, c) for c in cases}
-        logs = {name: run.result() for name, run in runs.items()}
-        for reference in references:
-            reference.result()
+    cases = every_crash_case(kafka_bootstrap, tmp_path)
+    logs = run_beside_references(cases, crash_then_restart)
     for case in cases:
         case.check(logs[case.name])

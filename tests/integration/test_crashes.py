@@ -7,8 +7,10 @@ the other fault tests rather than after them."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -28,6 +30,7 @@ from tests.support.kafka import read_all
 from tests.support.queries import SLOW_TEST_TIMEOUT
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+T = TypeVar("T")
 
 
 def hashtags_crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
@@ -53,14 +56,8 @@ def hashtags_crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
     )  # fmt: skip
 
 
-@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
-def test_three_crashes_of_each_job_at_random_points_change_nothing(
-    kafka_bootstrap: str, tmp_path: Path
-) -> None:
-    """Every job (and the SPL example) SIGKILLed three times at seeded random points, driver and
-    JVM at once, each kill followed by a restart from the checkpoint; the jobs run side by side
-    (a job's start-up leaves a core idle much of the time). What each published equals its
-    independent model (see each ``crash_case``)."""
+def every_crash_case(bootstrap: str, tmp_path: Path) -> list[CrashCase]:
+    """A crash case of every job and the SPL example, each in a folder of its own."""
     from tests.integration import test_sensors_job, test_spl_kafka_example, test_windows_job
 
     builders = {
@@ -73,13 +70,31 @@ def test_three_crashes_of_each_job_at_random_points_change_nothing(
     for name, build in builders.items():
         folder = tmp_path / name
         folder.mkdir()
-        cases.append(build(kafka_bootstrap, folder))
+        cases.append(build(bootstrap, folder))
+    return cases
+
+
+def run_beside_references(cases: list[CrashCase], run: Callable[[CrashCase], T]) -> dict[str, T]:
+    """``run`` each case and its reference command (to its end), all side by side (a job's
+    start-up leaves a core idle much of the time); each case's result by name."""
     with ThreadPoolExecutor(2 * len(cases)) as pool:
         references = [pool.submit(run_to_end, c.reference) for c in cases if c.reference]
-        runs = {c.name: pool.submit(crash_and_restart, c.command, c.seed) for c in cases}
-        ended = {name: run.result() for name, run in runs.items()}
+        runs = {c.name: pool.submit(run, c) for c in cases}
+        ended = {name: future.result() for name, future in runs.items()}
         for reference in references:
             reference.result()
+    return ended
+
+
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
+def test_three_crashes_of_each_job_at_random_points_change_nothing(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Every job (and the SPL example) SIGKILLed three times at seeded random points, driver and
+    JVM at once, each kill followed by a restart from the checkpoint; the jobs run side by side.
+    What each published equals its independent model (see each ``crash_case``)."""
+    cases = every_crash_case(kafka_bootstrap, tmp_path)
+    ended = run_beside_references(cases, lambda c: crash_and_restart(c.command, c.seed))
     for case in cases:
         killed, log = ended[case.name]
         assert killed == 3, f"{case.name} ended after {killed} kills"
