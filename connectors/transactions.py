@@ -14,6 +14,15 @@ first open transaction of *any* producer on the partition (a stalled or killed j
 return a stale batch; the committed offset of this group is not held back by other producers.
 A batch Spark replays after a crash is recognised and skipped, and readers with
 ``isolation.level=read_committed`` never see a batch twice or half of one.
+
+The marker is a committed offset of a group without members, which Kafka deletes after
+``offsets.retention.minutes`` (7 days by default) without a commit: a job idle that long, or
+stopped that long, loses it. The state records are the redundant copy: a job whose checkpoint
+shows batches but whose marker is gone calls :meth:`TransactionalBatchWriter.recover_committed`,
+which scans the commits topic ``read_committed`` to its end for the newest state record of the
+transactional id (compaction keeps the newest per key; an aborted transaction's record is never
+read) and goes on from it; its next batch commits a marker again. The scan waits for other
+producers' open transactions on the topic to end, up to a bound.
 """
 
 from __future__ import annotations
@@ -28,7 +37,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from connectors.kafka import client_config, ensure_topics, topic_max_message_bytes
 from trending.errors import UserError
@@ -59,6 +76,7 @@ class OutRecord:
     headers: Headers = ()
 
 
+RECOVERY_TIMEOUT_S = 150.0  # past the default transaction timeout of another job's producer
 RETRY_TIMEOUT_S = 300.0  # how long a batch is sent again after transient Kafka errors
 RETRY_FIRST_PAUSE_S, RETRY_MAX_PAUSE_S = 1.0, 30.0
 TXN_STEP_TIMEOUT_S = 60.0  # each of flush, send offsets, commit, abort
@@ -438,6 +456,52 @@ class TransactionalBatchWriter:
             "enable.auto.commit": False,
             "isolation.level": isolation,
         }
+
+    def recover_committed(self, timeout_s: float = RECOVERY_TIMEOUT_S) -> Committed:
+        """The newest batch and state committed under this transactional id, read from the
+        commits topic itself (read_committed, to its end): for when the marker is gone. Sets
+        and returns :attr:`committed`; :class:`UserError` when the topic cannot be read to its
+        end within ``timeout_s`` (another producer's transaction held open)."""
+        config = self._consumer_config(f"{self.transactional_id}-reader", "read_committed")
+        reader = Consumer(config | {"enable.partition.eof": True})
+        found = Committed()
+        try:
+            partitions = _partitions(reader, self.commits_topic)
+            ends = {p.partition: reader.get_watermark_offsets(p, timeout=30)[1] for p in partitions}
+            left = {p for p, end in ends.items() if end > 0}
+            reader.assign([TopicPartition(self.commits_topic, p, OFFSET_BEGINNING) for p in left])
+            deadline, key = time.monotonic() + timeout_s, self.transactional_id.encode()
+            while left:
+                if time.monotonic() > deadline:
+                    raise UserError(
+                        f"the commit marker of {self.transactional_id} is gone and topic "
+                        f"{self.commits_topic} could not be read to its end in {timeout_s:.0f} s "
+                        "(a transaction of another producer is open on it): start again once it "
+                        "has ended or timed out"
+                    )
+                message = reader.poll(1.0)
+                if message is None:
+                    continue
+                error = message.error()
+                if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                    if (message.offset() or 0) >= ends[message.partition() or 0]:
+                        left.discard(message.partition() or 0)
+                    continue
+                if error is not None:
+                    raise KafkaException(error)
+                if message.key() == key:
+                    value = json.loads(message.value() or b"{}")
+                    if int(value["batch"]) > found.batch_id:
+                        found = Committed(int(value["batch"]), value.get("state"))
+        finally:
+            reader.close()
+        if found.batch_id >= 0:
+            log.warning(
+                "%s: the commit marker was gone; batch %d and its state recovered from %s",
+                self.transactional_id, found.batch_id, self.commits_topic,
+            )  # fmt: skip
+        self.committed = found
+        return found
 
     def _read_committed(self) -> Committed:
         """The marker of this transactional id's group, and the state record it points at."""

@@ -142,3 +142,51 @@ def test_a_producer_that_lost_its_broker_is_replaced_before_the_next_batch(
     finally:
         writer.close()
     assert [r.value for r in read_all(kafka_bootstrap, out)] == [b"0", b"1", b"2"]
+
+
+def delete_marker(bootstrap: str, group: str) -> None:
+    """Delete ``group`` with its committed offsets, as Kafka does after
+    ``offsets.retention.minutes`` without a commit; wait until it is gone."""
+    from connectors.kafka import admin
+
+    client = admin(bootstrap)
+    for future in client.delete_consumer_groups([group], request_timeout=30).values():
+        future.result(30)
+
+
+def test_a_lost_marker_is_recovered_from_the_commits_topic(
+    kafka_bootstrap: str, names: tuple[str, str, str]
+) -> None:
+    """The marker's group deleted (its offsets expired): the writer reads no marker, and
+    ``recover_committed`` finds the last committed batch and state in the commits topic,
+    past a batch whose transaction was aborted; the next batch goes on from it."""
+    commits, out, job = names
+    writer = TransactionalBatchWriter(kafka_bootstrap, job, commits_topic=commits)
+
+    def failing() -> Iterator[OutRecord]:
+        yield OutRecord(out, b"k", b"aborted")
+        raise RuntimeError("injected")
+
+    try:
+        writer.write_batch(0, [OutRecord(out, b"k", b"0")], {"seen": 0})
+        writer.write_batch(1, [OutRecord(out, b"k", b"1")], {"seen": [0, 1]})
+        with pytest.raises(RuntimeError):
+            writer.write_batch(2, failing(), {"seen": "aborted"})
+    finally:
+        writer.close()
+    delete_marker(kafka_bootstrap, job)
+    restarted = TransactionalBatchWriter(kafka_bootstrap, job, commits_topic=commits)
+    try:
+        assert restarted.committed.batch_id == -1  # the marker is gone
+        recovered = restarted.recover_committed()
+        assert (recovered.batch_id, recovered.state) == (1, {"seen": [0, 1]})
+        assert restarted.last_committed == 1
+        restarted.write_batch(2, [OutRecord(out, b"k", b"2")], {"seen": 2})
+    finally:
+        restarted.close()
+    again = TransactionalBatchWriter(kafka_bootstrap, job, commits_topic=commits)
+    try:
+        assert (again.committed.batch_id, again.committed.state) == (2, {"seen": 2})
+    finally:
+        again.close()
+    assert [r.value for r in read_all(kafka_bootstrap, out)] == [b"0", b"1", b"2"]

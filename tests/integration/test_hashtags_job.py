@@ -779,3 +779,23 @@ def test_settings_whose_state_could_outgrow_the_commits_topic_are_refused_at_sta
     finally:
         processor.close()
     assert query.exception() is None
+
+
+def test_a_lost_commit_marker_publishes_nothing_twice(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """Between two runs the marker's group is deleted (its offsets expired after
+    offsets.retention.minutes of quiet): the second run recovers the last batch and state from
+    the commits topic and goes on; every window is final once, as the rule says."""
+    from tests.integration.test_commit_markers import delete_marker
+
+    job = Job(kafka_bootstrap, tmp_path)
+    first, second = make_tweets(2_000, seed=51), make_tweets(2_000, seed=52, start_index=2_000)
+    produce(kafka_bootstrap, job.topics["tweets"], first)
+    processor = job.run(spark)
+    delete_marker(kafka_bootstrap, processor.writer.transactional_id)
+    produce(kafka_bootstrap, job.topics["tweets"], second)
+    again = job.run(spark)
+    assert again.history[0].batch_id == processor.history[-1].batch_id + 1
+    tweets = first + second
+    assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))

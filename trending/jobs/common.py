@@ -227,6 +227,8 @@ def open_job(
             config.kafka_options,
             step_timeout_s=config.kafka_step_timeout_s,
         )
+        if writer.last_committed < 0 and checkpoint.has_batches():
+            writer.recover_committed()  # the marker expired: its state records stand in
         writer.still_owner = lambda: _holds(lease)  # a fenced producer may then be replaced
         processor = build(job_id, writer)
         processor.lease = lease

@@ -90,6 +90,10 @@ class JobCheckpoint:
         _check_same(self.uri, job, settings, identity)
         return str(identity["job_id"])
 
+    def has_batches(self) -> bool:
+        """Whether Spark planned a batch on this checkpoint."""
+        return bool(self._files.lastPlanned(QUERY) >= 0)
+
     def done_watermark_ms(self) -> int | None:
         """The watermark Spark recorded with the last batch it marked done, or None."""
         done = self._files.lastDone(QUERY)
