@@ -9,9 +9,10 @@ Inside the Kafka transaction that carries a batch's records, the writer also sen
 
 Both become visible when the transaction commits, or never. On start-up the writer fences its
 predecessor (``init_transactions``), asks the group coordinator for the marker and reads the state
-record at the offset it names. It never scans the topic: a read_committed scan stops at the
-first open transaction of *any* producer on the partition (a stalled or killed job), and would
-return a stale batch; the committed offset of this group is not held back by other producers.
+record at the offset it names. It does not scan the topic for it: a read_committed scan stops at
+the first open transaction of *any* producer on the partition (a stalled or killed job), and
+would return a stale batch; the committed offset of this group is not held back by other
+producers (for when the marker is gone, see below).
 A batch Spark replays after a crash is recognised and skipped, and readers with
 ``isolation.level=read_committed`` never see a batch twice or half of one.
 
@@ -19,10 +20,21 @@ The marker is a committed offset of a group without members, which Kafka deletes
 ``offsets.retention.minutes`` (7 days by default) without a commit: a job idle that long, or
 stopped that long, loses it. The state records are the redundant copy: a job whose checkpoint
 shows batches but whose marker is gone calls :meth:`TransactionalBatchWriter.recover_committed`,
-which scans the commits topic ``read_committed`` to its end for the newest state record of the
-transactional id (compaction keeps the newest per key; an aborted transaction's record is never
-read) and goes on from it; its next batch commits a marker again. The scan waits for other
-producers' open transactions on the topic to end, up to a bound.
+which reads the commits topic ``read_committed`` from its start to the end it had when the scan
+began (the high watermark, not the last stable offset: another producer's transaction still open
+below this job's newest record would otherwise hide that record and yield an older batch; the
+scan waits for it to end, up to a bound) and takes the newest record of the transactional id.
+Compaction keeps that record: it removes a record only for a newer committed one with the same
+key (an aborted transaction's record is never read, and is never used to compact), and
+``delete.retention.ms`` applies only to tombstones and transaction markers. The recovery commits
+the marker again at once, so that the next start reads it directly.
+
+Nothing else may delete the state records: the writer refuses a commits topic whose
+``cleanup.policy`` includes ``delete`` with a time or size bound, which would remove a quiet
+job's record about when its marker expires (Kafka Connect refuses such internal topics too).
+When both are gone (the commits topic deleted, which deletes the group's offsets with it, or
+the job's record replaced by a tombstone) the writer finds no batch, and the job refuses to run
+on a checkpoint that has batches (:meth:`trending.spark.checkpoint.JobCheckpoint.settle`).
 """
 
 from __future__ import annotations
@@ -46,8 +58,9 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
+from confluent_kafka.admin._config import ConfigResource
 
-from connectors.kafka import client_config, ensure_topics, topic_max_message_bytes
+from connectors.kafka import admin, client_config, ensure_topics, topic_max_message_bytes
 from trending.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -158,6 +171,7 @@ class TransactionalBatchWriter:
         self.commits_topic = commits_topic
         self._bootstrap, self._extra = bootstrap, dict(extra or {})
         ensure_topics(bootstrap, [commits_topic], partitions=1, extra=extra, config=_COMMITS_CONFIG)
+        _check_kept(bootstrap, commits_topic, extra)
         self.retry_timeout_s = RETRY_TIMEOUT_S
         self.step_timeout_s = step_timeout_s  # each of flush, send offsets, commit, abort
         self._config = producer_config(bootstrap, transactional_id, extra)
@@ -459,49 +473,98 @@ class TransactionalBatchWriter:
 
     def recover_committed(self, timeout_s: float = RECOVERY_TIMEOUT_S) -> Committed:
         """The newest batch and state committed under this transactional id, read from the
-        commits topic itself (read_committed, to its end): for when the marker is gone. Sets
-        and returns :attr:`committed`; :class:`UserError` when the topic cannot be read to its
-        end within ``timeout_s`` (another producer's transaction held open)."""
-        config = self._consumer_config(f"{self.transactional_id}-reader", "read_committed")
-        reader = Consumer(config | {"enable.partition.eof": True})
-        found = Committed()
-        try:
-            partitions = _partitions(reader, self.commits_topic)
-            ends = {p.partition: reader.get_watermark_offsets(p, timeout=30)[1] for p in partitions}
-            left = {p for p, end in ends.items() if end > 0}
-            reader.assign([TopicPartition(self.commits_topic, p, OFFSET_BEGINNING) for p in left])
-            deadline, key = time.monotonic() + timeout_s, self.transactional_id.encode()
-            while left:
-                if time.monotonic() > deadline:
-                    raise UserError(
-                        f"the commit marker of {self.transactional_id} is gone and topic "
-                        f"{self.commits_topic} could not be read to its end in {timeout_s:.0f} s "
-                        "(a transaction of another producer is open on it): start again once it "
-                        "has ended or timed out"
-                    )
-                message = reader.poll(1.0)
-                if message is None:
-                    continue
-                error = message.error()
-                if error is not None and error.code() == KafkaError._PARTITION_EOF:
-                    if (message.offset() or 0) >= ends[message.partition() or 0]:
-                        left.discard(message.partition() or 0)
-                    continue
-                if error is not None:
-                    raise KafkaException(error)
-                if message.key() == key:
-                    value = json.loads(message.value() or b"{}")
-                    if int(value["batch"]) > found.batch_id:
-                        found = Committed(int(value["batch"]), value.get("state"))
-        finally:
-            reader.close()
-        if found.batch_id >= 0:
+        state records in the commits topic: for when the marker is gone (see the module's
+        description). Sets and returns :attr:`committed`, and commits the marker again.
+        :class:`UserError` when the topic cannot be read to its end within ``timeout_s``
+        (another producer's transaction held open); ``Committed()`` when it holds no batch of
+        this id (the topic deleted, or the record replaced by a tombstone)."""
+        found, at = self._newest_state_record(timeout_s)
+        self.committed = found
+        if at is not None:
             log.warning(
                 "%s: the commit marker was gone; batch %d and its state recovered from %s",
                 self.transactional_id, found.batch_id, self.commits_topic,
             )  # fmt: skip
-        self.committed = found
+            self._commit_marker(found.batch_id, at)
         return found
+
+    def _newest_state_record(self, timeout_s: float) -> tuple[Committed, TopicPartition | None]:
+        """The newest committed state record of this id in the commits topic, and where the
+        marker of its batch points; ``(Committed(), None)`` when there is none."""
+        ends = self._high_watermarks()
+        config = self._consumer_config(f"{self.transactional_id}-reader", "read_committed")
+        reader = Consumer(config | {"enable.partition.eof": True})
+        newest: dict[int, Message[bytes, bytes]] = {}  # by partition, the last of this key
+        key, deadline = self.transactional_id.encode(), time.monotonic() + timeout_s
+        try:
+            left = {p for p, end in ends.items() if end > 0}
+            reader.assign([TopicPartition(self.commits_topic, p, OFFSET_BEGINNING) for p in left])
+            while left:
+                if time.monotonic() > deadline:
+                    raise UserError(self._held_open(reader, ends, timeout_s))
+                message = reader.poll(1.0)
+                if message is None:
+                    continue
+                error, partition = message.error(), message.partition() or 0
+                if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                    if (message.offset() or 0) >= ends[partition]:
+                        left.discard(partition)
+                elif error is not None:
+                    raise KafkaException(error)
+                elif message.key() == key:
+                    newest[partition] = message
+        finally:
+            reader.close()
+        found = [_recovered(m, self.transactional_id) for m in newest.values()]
+        return max(found, key=lambda item: item[0].batch_id, default=(Committed(), None))
+
+    def _high_watermarks(self) -> dict[int, int]:
+        """Each commits partition's end, open transactions included: a ``read_committed``
+        client is told the last stable offset instead (checked on Kafka 4.1)."""
+        group = f"{self.transactional_id}-reader"
+        probe = Consumer(self._consumer_config(group, "read_uncommitted"))
+        try:
+            partitions = _partitions(probe, self.commits_topic)
+            ends = _retrying(
+                lambda: [probe.get_watermark_offsets(p, timeout=30) for p in partitions]
+            )
+        finally:
+            probe.close()
+        return {p.partition: end for p, (_low, end) in zip(partitions, ends, strict=True)}
+
+    def _held_open(self, reader: Consumer, ends: Mapping[int, int], timeout_s: float) -> str:
+        stable = {
+            p: reader.get_watermark_offsets(TopicPartition(self.commits_topic, p), timeout=10)[1]
+            for p in ends
+        }
+        held = ", ".join(
+            f"partition {p} at offset {stable[p]}" for p in ends if stable[p] < ends[p]
+        )
+        return (
+            f"the commit marker of {self.transactional_id} is gone, and topic "
+            f"{self.commits_topic} could not be read to its end in {timeout_s:.0f} s: another "
+            f"producer's transaction is open on it ({held or 'now ended'}). Start again once it "
+            "has ended or timed out"
+        )
+
+    def _commit_marker(self, batch_id: int, at: TopicPartition) -> None:
+        """Commit the marker of ``batch_id`` again, pointing ``at`` its state record, in a
+        transaction of its own; best effort (its next batch commits a marker anyway)."""
+        producer, step = self._producer, self.step_timeout_s
+        try:
+            producer.begin_transaction()
+            metadata = self._group.consumer_group_metadata()
+            self._bounded(
+                "send_offsets_to_transaction", producer,
+                lambda: producer.send_offsets_to_transaction([at], metadata, step),
+            )  # fmt: skip
+            self._bounded("commit_transaction", producer, lambda: producer.commit_transaction(step))
+        except KafkaException as error:
+            log.warning("%s: the marker was not committed again: %s", self.transactional_id, error)
+            if transient(error):
+                self._renew_producer()  # which aborts what the old one left open
+            else:
+                self._abort(batch_id, producer)
 
     def _read_committed(self) -> Committed:
         """The marker of this transactional id's group, and the state record it points at."""
@@ -601,6 +664,57 @@ def _partitions(consumer: Consumer, topic: str) -> list[TopicPartition]:
     if metadata.error is not None:
         raise KafkaException(metadata.error)
     return [TopicPartition(topic, p) for p in sorted(metadata.partitions)]
+
+
+def _recovered(message: Message[bytes, bytes], key: str) -> tuple[Committed, TopicPartition | None]:
+    """The batch and state in a state record found by a scan, and where its marker points;
+    a tombstone (null value: the record deleted) holds none."""
+    raw, topic, partition, offset = (
+        message.value(),
+        message.topic(),
+        message.partition(),
+        message.offset(),
+    )
+    if raw is None or topic is None or partition is None or offset is None:
+        return Committed(), None
+    try:
+        value = json.loads(raw)
+        batch_id = int(value["batch"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise UserError(
+            f"the record of {key} at offset {offset} of topic {topic} is not a state record "
+            f"({error}): another program wrote it"
+        ) from error
+    return Committed(batch_id, value.get("state")), TopicPartition(
+        topic, partition, offset + 1, metadata=str(batch_id)
+    )
+
+
+def _check_kept(bootstrap: str, topic: str, extra: Mapping[str, str] | None) -> None:
+    """Refuse a commits topic whose records Kafka deletes by age or size; when its
+    configuration cannot be read (no DescribeConfigs permission), warn and go on."""
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    client = admin(bootstrap, extra)  # held until the answer came: its end cancels the call
+    try:
+        futures = client.describe_configs([resource], request_timeout=30)
+        entries = next(iter(futures.values())).result(30)
+    except KafkaException as error:
+        log.warning("cannot read the configuration of topic %s: %s", topic, error)
+        return
+    values = {name: entry.value for name, entry in entries.items()}
+    policy = str(values.get("cleanup.policy") or "").replace(" ", "")
+    bounds = [
+        f"{name}={values[name]}"
+        for name in ("retention.ms", "retention.bytes")
+        if values.get(name) not in (None, "-1")
+    ]
+    if "delete" in policy.split(",") and bounds:
+        raise UserError(
+            f"topic {topic} has cleanup.policy={policy} with {' and '.join(bounds)}: Kafka "
+            "would delete the state records jobs resume from, and a job idle or stopped that "
+            "long could not resume. Make it compacted only (kafka-configs.sh --alter "
+            f"--entity-type topics --entity-name {topic} --add-config cleanup.policy=compact)"
+        )
 
 
 def _state_record(message: Message[bytes, bytes] | None, key: str, batch_id: int) -> Committed:
