@@ -20,7 +20,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from connectors.broker import LocalBroker, free_port
 from connectors.kafka import admin, ensure_topics
-from connectors.transactions import Committed, OutRecord, TransactionalBatchWriter
+from connectors.transactions import COMMITS_TOPIC, Committed, OutRecord, TransactionalBatchWriter
 from tests.support.kafka import read_all
 from tests.support.ports import retry_on_bind
 from trending.errors import UserError
@@ -212,3 +212,57 @@ def test_a_marker_kafka_expired_is_recovered_and_nothing_is_published_twice(
         restarted.close()
     assert marker_of(bootstrap, job, commits)[1] == "2"
     assert [r.value for r in read_all(bootstrap, out)] == [b"0", b"1", b"2"]
+
+
+# The hashtags job (tests.integration.test_hashtags_job: its Job helper and brute-force oracle)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from trending.spark.session import build_session
+
+    session = build_session("tests-lost-markers", "local[2]", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+def test_a_job_whose_marker_and_state_record_are_gone_refuses_and_its_recovery_is_exact(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """After a run, the job's marker is gone and its record in the commits topic deleted (a
+    tombstone: as if the topic had been deleted, for this job alone). A restart refuses in one
+    line and publishes nothing; the recovery it names (a new checkpoint, new output topics)
+    publishes every window once there, and the finals equal the rule's."""
+    from tests.integration.test_faults import published
+    from tests.integration.test_hashtags_job import (
+        Job,
+        finals_of,
+        make_tweets,
+        oracle_finals,
+        produce,
+        watermark_after,
+    )
+
+    job = Job(kafka_bootstrap, tmp_path)
+    first, second = make_tweets(2_000, seed=61), make_tweets(2_000, seed=62, start_index=2_000)
+    produce(kafka_bootstrap, job.topics["tweets"], first)
+    group = job.run(spark).writer.transactional_id
+    before = read_all(kafka_bootstrap, job.topics["trending"])
+    delete_marker(kafka_bootstrap, group)
+    tombstone = Producer({"bootstrap.servers": kafka_bootstrap})
+    tombstone.produce(COMMITS_TOPIC, key=group.encode(), value=None)
+    assert tombstone.flush(30) == 0
+    produce(kafka_bootstrap, job.topics["tweets"], second)
+    with pytest.raises(UserError) as refused:
+        job.run(spark)
+    message = str(refused.value)
+    assert "\n" not in message and "both gone" in message
+    assert "a new --checkpoint and new output topics" in message
+    assert read_all(kafka_bootstrap, job.topics["trending"]) == before
+
+    recovery = Job(kafka_bootstrap, tmp_path)
+    recovery.topics["tweets"] = job.topics["tweets"]
+    recovery.run(spark)
+    tweets = first + second
+    published(kafka_bootstrap, recovery.topics["trending"])  # revisions 1, 2, ... none twice
+    assert finals_of(recovery.records()) == oracle_finals(tweets, watermark_after(tweets))

@@ -110,7 +110,10 @@ class JobCheckpoint:
           (the driver died in between), is marked done, as Spark would have;
         * a batch Spark planned that published nothing is forgotten, and Spark plans it again
           (Spark 4.1.1's Kafka source fails when it re-runs a planned batch, SPARK-57438);
-        * any other mismatch raises :class:`UserError` and changes nothing.
+        * any other mismatch raises :class:`UserError` and changes nothing; so does a checkpoint
+          with batches done when Kafka holds none of this job (``committed_batch`` -1: its
+          marker and state record both gone), since the driver state to resume from is lost and
+          a run on the same output topics would publish windows again.
 
         Returns what was done, or None when the logs already matched.
         """
@@ -123,6 +126,14 @@ class JobCheckpoint:
         if planned == done + 1 and committed_batch == done:
             self._files.forgetPlannedAfter(QUERY, done)
             return f"batch {planned} was planned but not published: planned again"
+        if committed_batch < 0 <= done:
+            raise UserError(
+                f"the checkpoint {self.uri} shows batch {done} done, but Kafka holds no batch "
+                "of this job: its commit marker and its state record in the commits topic are "
+                "both gone (the topic deleted, or the record removed), and with them the state "
+                "it resumes from. Start a new job with a new --checkpoint and new output topics, "
+                "which it fills from the input once (nothing was deleted)"
+            )
         raise UserError(
             f"the checkpoint {self.uri} does not match the output committed to Kafka: Spark "
             f"planned batch {planned} and finished batch {done}, but the last batch committed "
