@@ -134,11 +134,23 @@ def avro_check(spark: SparkSession, schema_json: str, confluent: bool = False) -
     return F.call_function(name, F.col("value"))
 
 
+# The executors' patience with the registry, as Spark settings (durations: 500ms, 30s, 2min):
+# how long an id the registry answers "not found" (404, error code 40403) stays unknown to an
+# executor JVM, and how long a task waits for a registry that is down, slow, 5xx or refusing the
+# credentials before it fails (Spark then runs it again, spark.task.maxFailures times in all).
+# Defaults in trending.avro.SchemaRegistry: 30s and 60s. They are not registry client settings
+# (TRENDING_SCHEMA_REGISTRY_*): the Python client refuses names it does not know.
+REGISTRY_CONFS = ("spark.trending.registry.missingIdTtl", "spark.trending.registry.maxWait")
+
+
 def wire_decoder(spark: SparkSession, schema_json: str, registry: SchemaRegistryAccess) -> Column:
     """``struct<body, reason>`` of a wire-format ``value``: its Avro body in ``schema_json``
-    (resolved from the writer schema its id names) or why there is none."""
+    (resolved from the writer schema its id names) or why there is none. A registry that fails
+    is no reason: the task waits for it (:data:`REGISTRY_CONFS`), then fails."""
     settings = registry.executor_settings_json()
-    digest = hashlib.sha1((schema_json + settings).encode(), usedforsecurity=False).hexdigest()
+    waits = "".join(f"\n{key}={spark.conf.get(key, '')}" for key in REGISTRY_CONFS)
+    text = schema_json + settings + waits
+    digest = hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
     name = f"trending_wire_{digest[:16]}"
     if not spark.catalog.functionExists(name):
         jvm: Any = spark.sparkContext._jvm

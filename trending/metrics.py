@@ -17,12 +17,15 @@ import logging
 import math
 import platform
 import re
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from trending import __version__
 
@@ -209,6 +212,8 @@ class Metrics:
             "Start of the window trending_top_hashtag_count shows (0 before the first).",
             registry=r,
         )
+        self.registry_failures = RegistryFailures()
+        r.register(self.registry_failures)
         self._watermark_s: float | None = None
         self._top: set[str] = set()
         self._lock = threading.Lock()
@@ -270,6 +275,45 @@ class Metrics:
                 self.top_hashtags.labels(tag).set(count)
             self._top = set(current)
             self.top_window_start.set(0 if window_start_ms is None else window_start_ms / 1000)
+
+
+class RegistryFailures(Collector):
+    """``trending_schema_registry_failed_requests_total``: the executors' requests to the schema
+    registry that failed (no answer, a timeout, a 5xx, refused credentials...; each is asked
+    again, see ``trending.avro.SchemaRegistry``). A Spark accumulator counts them, tasks that
+    gave up included; the driver learns a task's count when the task ends, and this reads it at
+    each scrape, so a registry that fails shows while the batch still waits for it."""
+
+    NAME = "trending_schema_registry_failed_requests"
+
+    def __init__(self) -> None:
+        self._base = 0.0  # the counts of earlier Spark contexts of this process
+        self._last = 0.0
+
+    def collect(self) -> Iterable[Metric]:
+        now = executor_registry_failures()
+        if now is not None:
+            if now < self._last:  # a new Spark context counts from 0
+                self._base += self._last
+            self._last = now
+        yield CounterMetricFamily(
+            self.NAME,
+            "Schema registry requests of the executors that failed (and were asked again).",
+            value=self._base + self._last,
+        )
+
+
+def executor_registry_failures() -> float | None:
+    """The driver's count of failed registry requests of its Spark context, None without one
+    (a command that runs no Spark never imports it)."""
+    pyspark = sys.modules.get("pyspark")
+    context = None if pyspark is None else pyspark.SparkContext._active_spark_context
+    if context is None:
+        return None
+    try:
+        return float(context._jvm.trending.avro.SchemaRegistry.failedRequests(context._jsc.sc()))
+    except Exception:  # a context stopping, a JVM without the project's jar
+        return None
 
 
 def add_metrics_arguments(parser: argparse.ArgumentParser, port: int = DEFAULT_PORT) -> None:

@@ -3,8 +3,9 @@
 No registry server installs on these machines (see the environment notes), and Spark's executors
 cannot reach confluent-kafka's in-process ``mock://`` one. This one serves
 ``POST /subjects/{subject}/versions`` and ``GET /schemas/ids/{id}`` from a thread of the test
-process, with optional basic auth, TLS (and client certificates), an outage switch and a log of
-the requests it answered.
+process, with optional basic auth, TLS (and client certificates), an outage switch, outages that
+start when a schema is first asked for, and a log of the requests it answered. Like Confluent's,
+it answers an unknown id with HTTP 404 and error code 40403, an unknown path with 404 and 404.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import re
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 FIRST_ID = 101  # ids far from 0 and 1, so a test cannot pass by guessing them
+SLOW = 0  # an outage "status": requests are answered, but only once the outage is over
 
 
 @dataclass
@@ -35,6 +38,9 @@ class RegistryState:
     schemas: dict[int, dict[str, Any]] = field(default_factory=dict)
     versions: dict[str, list[int]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
+    failed: int = 0  # requests answered with an outage's status
+    outages: dict[str, tuple[float, int]] = field(default_factory=dict)  # request -> (s, status)
+    outage: tuple[float, int] = (0.0, 0)  # (monotonic end, status) of the outage under way
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, subject: str, schema: str, schema_type: str = "AVRO") -> int:
@@ -48,6 +54,28 @@ class RegistryState:
             if schema_id not in ids:
                 ids.append(schema_id)
             return schema_id
+
+    def fail_when_asked(self, schema_id: int, seconds: float, status: int = 503) -> None:
+        """From the first request for ``schema_id`` on, answer every request with ``status``
+        for ``seconds`` (status :data:`SLOW`: answer each only once they are over): the
+        registry fails just when a job needs it."""
+        with self.lock:
+            self.outages[f"GET /schemas/ids/{schema_id}"] = (seconds, status)
+
+    def _outage(self, line: str) -> tuple[int, float] | None:
+        """The status to answer ``line`` with and the outage's end, if one is under way (the
+        lock is held)."""
+        now = time.monotonic()
+        if line in self.outages:
+            seconds, status = self.outages.pop(line)
+            self.outage = (now + seconds, status)
+        if now < self.outage[0]:
+            self.failed += 1
+            return self.outage[1], self.outage[0]
+        if self.down:
+            self.failed += 1
+            return 503, now
+        return None
 
     def lookups(self, schema_id: int) -> int:
         """How many times the writer schema ``schema_id`` was asked for."""
@@ -66,7 +94,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         match = re.fullmatch(r"/schemas/ids/(\d+)", path)
         state = self.server.state
-        if match is None or int(match.group(1)) not in state.schemas:
+        if match is None:
+            self._answer(404, {"error_code": 404, "message": "HTTP 404 Not Found"})
+            return
+        if int(match.group(1)) not in state.schemas:
             self._answer(404, {"error_code": 40403, "message": "Schema not found"})
             return
         entry = state.schemas[int(match.group(1))]
@@ -95,8 +126,12 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         with state.lock:
             state.requests.append(line)
-        if state.down:
-            self._answer(503, {"error_code": 50301, "message": "Service unavailable"})
+            outage = state._outage(line)
+        if outage is not None and outage[0] == SLOW:
+            time.sleep(max(0.0, outage[1] - time.monotonic()) + 0.2)
+        elif outage is not None:
+            status = outage[0]
+            self._answer(status, {"error_code": status * 100 + 1, "message": "Failing on purpose"})
             return False
         if state.users and self._user() not in state.users.items():
             self._answer(401, {"error_code": 40101, "message": "Unauthorized"})
@@ -122,8 +157,8 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, state: RegistryState) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, state: RegistryState, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
         self.state = state
 
 
@@ -182,11 +217,14 @@ def schema_registry(
     users: dict[str, str] | None = None,
     tls: PemPair | None = None,
     client_ca: Path | None = None,
+    port: int = 0,
+    state: RegistryState | None = None,
 ) -> Iterator[RunningRegistry]:
-    """Serve a registry on a free local port until the block ends: over HTTPS with ``tls``,
-    asking for a client certificate issued by ``client_ca`` when given."""
-    state = RegistryState(users=dict(users or {}))
-    server = _Server(state)
+    """Serve a registry on ``port`` (0: a free one) until the block ends, holding ``state``
+    (default: a new one): over HTTPS with ``tls``, asking for a client certificate issued by
+    ``client_ca`` when given."""
+    state = state or RegistryState(users=dict(users or {}))
+    server = _Server(state, port)
     scheme = "http"
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

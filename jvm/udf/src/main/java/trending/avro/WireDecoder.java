@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.avro.AvroRuntimeException;
 import org.apache.avro.Schema;
 import org.apache.avro.SchemaCompatibility;
@@ -31,12 +32,12 @@ import org.apache.spark.sql.types.StructType;
  * AvroCheck}; a body of another, compatible writer schema is walked with the writer schema, then
  * read with Avro's schema resolution (added fields take their defaults, removed ones are skipped,
  * int widens to long, ...) and written again with the reader schema, which {@code from_avro}
- * decodes. Unknown ids, other schema types and incompatible writers are reasons, not errors.
+ * decodes. Unknown ids, other schema types and incompatible writers are reasons, not errors; a
+ * registry that fails is an error ({@link SchemaRegistry.Unavailable}), never a reason.
  */
 public final class WireDecoder implements UDF1<byte[], Row> {
   private static final long serialVersionUID = 1L;
   static final int HEADER_BYTES = 5;
-  static final long UNKNOWN_ID_TTL_MS = 10_000;
   static final String BAD_HEADER = "not in Confluent wire format (magic byte 0 + schema id)";
 
   /** The result: {@code body} (reader-schema Avro) or {@code reason}, one of them null. */
@@ -44,6 +45,10 @@ public final class WireDecoder implements UDF1<byte[], Row> {
       new StructType()
           .add("body", DataTypes.BinaryType, true)
           .add("reason", DataTypes.StringType, true);
+
+  // Writer schemas described once per JVM (parsing one with thousands of named types takes
+  // seconds); the map of each task's decoder saves the key's cost per value.
+  private static final Map<String, Writer> DESCRIBED = new ConcurrentHashMap<>();
 
   private final String readerJson;
   private final SchemaRegistry registry;
@@ -57,13 +62,16 @@ public final class WireDecoder implements UDF1<byte[], Row> {
     this.registry = registry;
   }
 
-  /** Registers the decoder as the SQL function {@code name} returning {@link #RESULT}. */
+  /**
+   * Registers the decoder as the SQL function {@code name} returning {@link #RESULT}, with the
+   * registry's settings and the session's {@code spark.trending.registry.*} ones.
+   */
   public static void register(
       SparkSession spark, String name, String readerJson, String registrySettingsJson) {
-    spark
-        .udf()
-        .register(
-            name, new WireDecoder(readerJson, new SchemaRegistry(registrySettingsJson)), RESULT);
+    String settings = SchemaRegistry.withJobSettings(registrySettingsJson, spark.conf());
+    SchemaRegistry registry =
+        new SchemaRegistry(settings, SchemaRegistry.failureCounter(spark.sparkContext()));
+    spark.udf().register(name, new WireDecoder(readerJson, registry), RESULT);
   }
 
   @Override
@@ -126,9 +134,18 @@ public final class WireDecoder implements UDF1<byte[], Row> {
       writers = new HashMap<>();
     }
     Writer known = writers.get(id);
-    if (known == null || known.expiresAtMs < System.currentTimeMillis()) {
-      known = describe(id);
-      writers.put(id, known);
+    if (known == null) {
+      String key = registry.key() + "\n" + readerJson + "\n" + id;
+      known = DESCRIBED.get(key);
+      if (known == null) {
+        known = describe(id);
+        if (!known.unknown) { // the registry's client keeps unknown ids for a while, per JVM
+          DESCRIBED.putIfAbsent(key, known);
+        }
+      }
+      if (!known.unknown) {
+        writers.put(id, known);
+      }
     }
     return known;
   }
@@ -136,9 +153,7 @@ public final class WireDecoder implements UDF1<byte[], Row> {
   private Writer describe(int id) {
     SchemaRegistry.Lookup found = registry.lookup(id);
     if (found.missing()) {
-      // asked again after a while: the id may be registered later
-      long retryAt = System.currentTimeMillis() + UNKNOWN_ID_TTL_MS;
-      return new Writer(null, "unknown schema id " + id, false, null, null, retryAt);
+      return new Writer(null, "unknown schema id " + id, false, null, null, true);
     }
     if (!"AVRO".equalsIgnoreCase(found.schemaType())) {
       return Writer.problem("schema id " + id + " is " + found.schemaType() + ", not Avro");
@@ -150,7 +165,7 @@ public final class WireDecoder implements UDF1<byte[], Row> {
       return Writer.problem("schema id " + id + " is not a valid Avro schema");
     }
     if (SchemaNormalization.parsingFingerprint64(schema) == readerFingerprint) {
-      return new Writer(reader, null, true, null, null, Long.MAX_VALUE);
+      return new Writer(reader, null, true, null, null, false);
     }
     SchemaCompatibility.SchemaPairCompatibility pair =
         SchemaCompatibility.checkReaderWriterCompatibility(reader, schema);
@@ -164,19 +179,19 @@ public final class WireDecoder implements UDF1<byte[], Row> {
         false,
         new GenericDatumReader<>(schema, reader),
         new GenericDatumWriter<>(reader),
-        Long.MAX_VALUE);
+        false);
   }
 
-  /** What is known about one writer schema id. */
+  /** What is known about one writer schema id (shared by the tasks of a JVM). */
   private record Writer(
       Schema schema,
       String problem,
       boolean same,
       GenericDatumReader<Object> read,
       GenericDatumWriter<Object> write,
-      long expiresAtMs) {
+      boolean unknown) {
     static Writer problem(String problem) {
-      return new Writer(null, problem, false, null, null, Long.MAX_VALUE);
+      return new Writer(null, problem, false, null, null, false);
     }
   }
 }
