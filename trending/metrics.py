@@ -66,6 +66,7 @@ OVERSIZED = "oversized"  # too large for its topic: trending.jobs.letters
 OVERSIZED_RESULT = "oversized_result"  # a job's result too large for its topic: the same
 UNKNOWN_SCHEMA = "unknown_schema"  # no schema of that id: trending.avro.WireDecoder
 INCOMPATIBLE_SCHEMA = "incompatible_schema"  # its writer schema cannot be read as the job's
+# (or is unfit to read values with: recursive, too deep, too large; trending.avro.SchemaShape)
 OTHER_REASON = "other"
 # a record beyond one of a job's bounds: its reason starts "over --<flag>: " (trending.text.bounds)
 BOUND_FLAGS = ("max-text-chars", "max-hashtags", "max-hashtag-chars", "max-url-scan-steps")
@@ -364,9 +365,8 @@ def dead_reason_label(reason: str | None) -> str:
 
 
 _BOUND = re.compile(r"over --([a-z-]+): ")
-_WRITER_SCHEMA = re.compile(
-    r"^(schema id \d+ (is not compatible with|is \S+, not Avro|is not a valid Avro schema)"
-    r"|value of schema id \d+ cannot be read)"
+_WRITER_SCHEMA = re.compile(  # not compatible, not Avro, not valid, recursive, too deep...
+    r"^(schema id \d+ |value of schema id \d+ cannot be read)"
 )
 
 

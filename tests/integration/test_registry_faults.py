@@ -1,11 +1,13 @@
-"""A schema registry that fails.
+"""A schema registry that fails, and writer schemas no value should be read with.
 
 The rule (README, "Values are Avro"): the registry's "not found" (HTTP 404, error code 40403) is
 an answer about a value's id: the value is a dead letter, and the id is asked for once per
 executor JVM and ``spark.trending.registry.missingIdTtl``. Anything else (no connection, a
 timeout, a 5xx, a 401, a 404 that is not the registry's) is the registry failing: no value is a
 dead letter for it; the task waits for the registry (``spark.trending.registry.maxWait``), then
-fails, and Spark runs it again.
+fails, and Spark runs it again. A writer schema that is recursive, nests too deep, expands to too
+many types or has arrays of items that take no bytes makes its values dead letters, and the
+other values go on.
 
 The registry is the test one of :mod:`tests.support.registry` (no registry server installs
 here); values are built byte by byte as in :mod:`tests.integration.test_avro_check`.
@@ -23,7 +25,7 @@ from typing import Any
 import pytest
 
 from connectors.avro import schema_json
-from tests.integration.test_avro_check import header, tweet
+from tests.integration.test_avro_check import header, string, tweet, zigzag
 from tests.support.registry import SLOW, RegistryState, schema_registry
 
 pytestmark = pytest.mark.integration
@@ -184,3 +186,80 @@ def test_an_unknown_id_is_asked_for_once_per_jvm_within_its_ttl(spark: Any) -> N
 
 
 EVOLVED_LATER = {**json.loads(schema_json("tweet")), "doc": "registered later"}
+
+# --- writer schemas no value should be read with ------------------------------------------
+
+TWEET_FIELDS: list[Any] = json.loads(schema_json("tweet"))["fields"]
+
+
+def writer(*extra: Any) -> dict[str, Any]:
+    """The tweet schema with ``extra`` fields after its own (the reader skips them)."""
+    return {
+        "type": "record", "name": "Tweet", "namespace": "trending",
+        "fields": [*TWEET_FIELDS, *extra],
+    }  # fmt: skip
+
+
+def optional(name: str, schema: Any) -> dict[str, Any]:
+    return {"name": name, "type": ["null", schema], "default": None}
+
+
+def chained(prefix: str, count: int, fields: Any) -> list[dict[str, Any]]:
+    """Fields ``<prefix>0..`` of records ``<P>0..``, each record's fields ``fields(previous
+    record's name)``: named types defined once and used at every level below."""
+    kind = prefix.upper()
+    out = [optional(f"{prefix}0", {"type": "record", "name": f"{kind}0", "fields": fields(None)})]
+    for i in range(1, count):
+        record = {"type": "record", "name": f"{kind}{i}", "fields": fields(f"{kind}{i - 1}")}
+        out.append(optional(f"{prefix}{i}", record))
+    return out
+
+
+SHORT = tweet(b"", created=0)  # 6 bytes
+RECURSIVE = writer(optional("reply_to", "Tweet"))
+LOOP = writer(
+    {"name": "loop", "type": {"type": "record", "name": "Loop",
+                              "fields": [{"name": "again", "type": "Loop"}]}}
+)  # fmt: skip
+DEEP = writer(*chained("d", 300, lambda below: [{"name": "x", "type": below or "int"}]))
+WIDE = writer(
+    *chained(
+        "w", 40,
+        lambda below: [{"name": "x", "type": "null"}] if below is None
+        else [{"name": "l", "type": below}, {"name": "r", "type": below}],
+    )
+)  # fmt: skip
+NULL_GRID = writer(
+    {"name": "grid", "type": {"type": "array", "items": {"type": "array", "items": "null"}}},
+    {"name": "pad", "type": "bytes"},
+)
+GRID_ROWS, GRID_COLUMNS = 10_000, 50_000  # a 40 kB value that holds 500 million nulls
+CASES = [
+    ("recursive, 20,000 replies deep", RECURSIVE, (SHORT + b"\x02") * 20_000 + SHORT + b"\x00",
+     "is recursive (trending.Tweet contains itself)"),
+    ("recursive, no reply", RECURSIVE, tweet() + b"\x00",
+     "is recursive (trending.Tweet contains itself)"),
+    ("recursive without bytes", LOOP, tweet(), "is recursive (trending.Loop contains itself)"),
+    ("300 levels, named types chained", DEEP,
+     tweet() + b"\x00" * 299 + b"\x02" + zigzag(5), "nests deeper than 64 levels"),
+    ("2^39 types under one field", WIDE, tweet() + b"\x00" * 39 + b"\x02",
+     "has more than 100000 types once its named types are expanded"),
+    ("arrays of nulls", NULL_GRID,
+     tweet() + (zigzag(GRID_ROWS) + (zigzag(GRID_COLUMNS) + b"\x00") * GRID_ROWS + b"\x00")
+     + string(b"\x00" * 60_000), "has an array whose items take no bytes"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "reason"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_a_pathological_writer_schema_makes_dead_letters(
+    spark: Any, schema: dict[str, Any], value: bytes, reason: str
+) -> None:
+    """The value of the pathological writer is a dead letter naming the schema's shape; a value
+    of the job's own schema beside it decodes."""
+    with schema_registry() as running:
+        own = running.state.add("tweets-value", schema_json("tweet"))
+        bad = running.state.add("odd-value", json.dumps(schema))
+        values = [header(bad) + value, header(own) + tweet()]
+        assert reasons(spark, values, access(running.url)) == [f"schema id {bad} {reason}", None]

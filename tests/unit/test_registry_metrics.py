@@ -1,5 +1,6 @@
-"""The executors' failed schema registry requests are a counter that never goes down, even when
-the Spark context it reads from starts again."""
+"""The schema registry's metrics: writer schemas unfit to read values with are labelled as
+incompatible schemas, and the executors' failed registry requests are a counter that never goes
+down, even when the Spark context it reads from starts again."""
 
 from __future__ import annotations
 
@@ -7,7 +8,20 @@ import pytest
 from prometheus_client import generate_latest
 
 from trending import metrics
-from trending.metrics import Metrics
+from trending.metrics import INCOMPATIBLE_SCHEMA, Metrics, dead_reason_label
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "schema id 7 is recursive (trending.Tweet contains itself)",
+        "schema id 7 nests deeper than 64 levels",
+        "schema id 7 has more than 100000 types once its named types are expanded",
+        "schema id 7 has an array whose items take no bytes",
+    ],
+)
+def test_an_unfit_writer_schema_is_an_incompatible_schema(reason: str) -> None:
+    assert dead_reason_label(reason) == INCOMPATIBLE_SCHEMA
 
 
 def exported(m: Metrics) -> float | None:

@@ -32,7 +32,8 @@ import org.apache.spark.sql.types.StructType;
  * AvroCheck}; a body of another, compatible writer schema is walked with the writer schema, then
  * read with Avro's schema resolution (added fields take their defaults, removed ones are skipped,
  * int widens to long, ...) and written again with the reader schema, which {@code from_avro}
- * decodes. Unknown ids, other schema types and incompatible writers are reasons, not errors; a
+ * decodes. Unknown ids, other schema types, incompatible writers and writer schemas unfit to read
+ * values with ({@link SchemaShape}: recursive, too deep, too large) are reasons, not errors; a
  * registry that fails is an error ({@link SchemaRegistry.Unavailable}), never a reason.
  */
 public final class WireDecoder implements UDF1<byte[], Row> {
@@ -163,6 +164,10 @@ public final class WireDecoder implements UDF1<byte[], Row> {
       schema = new Schema.Parser().parse(found.schemaText());
     } catch (RuntimeException unparsable) {
       return Writer.problem("schema id " + id + " is not a valid Avro schema");
+    }
+    String unfit = SchemaShape.problem(schema);
+    if (unfit != null) {
+      return Writer.problem("schema id " + id + " " + unfit);
     }
     if (SchemaNormalization.parsingFingerprint64(schema) == readerFingerprint) {
       return new Writer(reader, null, true, null, null, false);
