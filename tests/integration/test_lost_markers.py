@@ -6,7 +6,9 @@ the job refuses, and the recovery it names publishes every window once."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import threading
 import time
 import uuid
@@ -21,9 +23,13 @@ from confluent_kafka.cimpl import NewTopic
 from connectors.broker import LocalBroker, free_port
 from connectors.kafka import admin, ensure_topics
 from connectors.transactions import COMMITS_TOPIC, Committed, OutRecord, TransactionalBatchWriter
+from tests.support.jobs import CrashCase, run_to_end
 from tests.support.kafka import read_all
 from tests.support.ports import retry_on_bind
+from tests.support.queries import SLOW_TEST_TIMEOUT
+from tests.support.spark_cluster import cluster_env
 from trending.errors import UserError
+from trending.jobs.faults import CRASH_AFTER_COMMIT, CRASH_EXIT_CODE
 
 pytestmark = pytest.mark.integration
 
@@ -266,3 +272,40 @@ def test_a_job_whose_marker_and_state_record_are_gone_refuses_and_its_recovery_i
     tweets = first + second
     published(kafka_bootstrap, recovery.topics["trending"])  # revisions 1, 2, ... none twice
     assert finals_of(recovery.records()) == oracle_finals(tweets, watermark_after(tweets))
+
+
+def marker_group(command: list[str]) -> str:
+    """The marker group (the transactional id) of the job ``command`` runs, from the identity
+    its checkpoint was claimed with."""
+    checkpoint = Path(command[command.index("--checkpoint") + 1].removeprefix("file://"))
+    identity = json.loads((checkpoint / "trending-job.json").read_text())
+    return f"trending-{identity['job']}-{identity['job_id']}"
+
+
+@pytest.mark.chaos
+@pytest.mark.timeout(SLOW_TEST_TIMEOUT)
+def test_a_crash_after_a_kafka_commit_then_a_lost_marker_changes_nothing(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Every job (and the SPL example) exits the instant batch 2's transaction committed,
+    before Spark records the batch; then its marker is gone. The restart recovers batch 2 from
+    the commits topic, finds it published, marks it done and goes on: what each published
+    equals its independent model (see each ``crash_case``), nothing lost, nothing twice."""
+    from tests.integration.test_crashes import every_crash_case, run_beside_references
+
+    def crash_lose_marker_restart(case: CrashCase) -> str:
+        env = cluster_env() | {CRASH_AFTER_COMMIT: "2"}
+        crashed = subprocess.run(
+            case.command, capture_output=True, text=True, timeout=600, env=env, check=False
+        )
+        assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr[-4000:]
+        delete_marker(kafka_bootstrap, marker_group(case.command))
+        log = run_to_end(case.command)
+        assert "the commit marker was gone; batch 2 and its state recovered" in log
+        assert "batch 2 was published but not marked done: marked done" in log
+        return log
+
+    cases = every_crash_case(kafka_bootstrap, tmp_path)
+    logs = run_beside_references(cases, crash_lose_marker_restart)
+    for case in cases:
+        case.check(logs[case.name])
