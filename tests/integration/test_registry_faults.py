@@ -16,10 +16,14 @@ here); values are built byte by byte as in :mod:`tests.integration.test_avro_che
 from __future__ import annotations
 
 import json
+import random
 import socket
+import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -263,3 +267,122 @@ def test_a_pathological_writer_schema_makes_dead_letters(
         bad = running.state.add("odd-value", json.dumps(schema))
         values = [header(bad) + value, header(own) + tweet()]
         assert reasons(spark, values, access(running.url)) == [f"schema id {bad} {reason}", None]
+
+
+# --- the hashtags job, end to end (real broker, real Spark, the job's own process) ----------
+
+PASSWORD = "reg-Pa55-word"
+
+
+def run_hashtags(
+    bootstrap: str, registry_url: str, values: list[bytes], checkpoint: Path, *extra: str
+) -> tuple[str, str]:
+    """Values on a fresh topic, the hashtags job over them (batches of 300): its output (the
+    JVM logs to stdout), the topics' tag."""
+    from connectors.kafka import ensure_topics, producer
+    from tests.support.hashtags import hashtags_command
+    from tests.support.spark_cluster import cluster_env
+
+    tag = uuid.uuid4().hex[:8]
+    ensure_topics(bootstrap, [f"tweets-{tag}"], partitions=1)
+    sink = producer(bootstrap)
+    sink.produce_many(f"tweets-{tag}", ((b"k", v) for v in values))  # type: ignore[misc]
+    sink.flush(30)
+    command = hashtags_command(
+        bootstrap, tag, checkpoint, "--available-now", "--max-offsets-per-trigger", "300",
+        "--schema-registry-url", registry_url, *extra,
+    )  # fmt: skip
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, env=cluster_env(), check=False
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return done.stdout + done.stderr, tag
+
+
+def published(bootstrap: str, tag: str, registry_url: str) -> tuple[dict[int, Any], dict[int, str]]:
+    """The finals the job published (each window's once), and its dead letters' reasons."""
+    from connectors.avro import AvroCodec
+    from tests.support.hashtags import finals_of
+    from tests.support.kafka import read_all
+
+    topk = AvroCodec("trending_topk", registry_url)
+    records = [topk.decode(r.value) for r in read_all(bootstrap, f"trending-{tag}")]
+    finals = [r["window_start"] for r in records if r["is_final"]]
+    assert len(finals) == len(set(finals))  # no window final twice
+    letters = AvroCodec("dead_letter", registry_url)
+    dead = [letters.decode(r.value) for r in read_all(bootstrap, f"dlq-{tag}")]
+    return finals_of(records), {d["offset"]: d["reason"] for d in dead}
+
+
+@pytest.mark.parametrize(
+    ("status", "seconds", "extra"),
+    [(503, 20.0, ()), (401, 8.0, ("--conf", f"{MAX_WAIT}=3s"))],
+    ids=["503 for 20 s, waited for within the task", "401 for 8 s, the task run again"],
+)
+def test_the_job_waits_for_a_registry_that_fails_mid_run(
+    kafka_bootstrap: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    seconds: float,
+    extra: tuple[str, ...],
+) -> None:
+    """The second half of the input is written with an evolved schema; the registry fails from
+    the moment the job first asks for it (a 401 with the job's right password: its credentials
+    were rotated there and back). The job goes on: every window final exactly as from the
+    tweets, once, and no dead letter."""
+    from connectors.avro import AvroCodec
+    from tests.integration.test_registry_jobs import EVOLVED, wire
+    from tests.support.hashtags import independent_finals, random_tweets
+
+    monkeypatch.setenv("TRENDING_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO", f"jobs:{PASSWORD}")
+    with schema_registry(users={"jobs": PASSWORD}) as running:
+        tweets = random_tweets(random.Random(31), 1_200, ["spark", "kafka", "avro"], 9, 800)
+        own = AvroCodec("tweet", running.url, subject="tweets-value")  # registers over HTTP
+        evolved = running.state.add("tweets-value", json.dumps(EVOLVED))
+        values = [own.encode(t) for t in tweets[:600]]
+        values += [wire(evolved, EVOLVED, {**t, "client": "app"}) for t in tweets[600:]]
+        running.state.fail_when_asked(evolved, seconds, status)
+        log, tag = run_hashtags(kafka_bootstrap, running.url, values, tmp_path / "cp", *extra)
+        finals, dead = published(kafka_bootstrap, tag, running.url)
+    assert running.state.failed >= 2
+    assert f"schema registry failing for schema id {evolved}" in log
+    if extra:  # tasks gave up after 3 s, and Spark ran them again
+        assert f"did not answer for schema id {evolved} within 3" in log
+    assert PASSWORD not in log
+    assert dead == {}
+    assert finals == independent_finals(tweets, 120_000, 30_000, 0)
+
+
+def test_the_job_dead_letters_bad_writers_and_goes_on(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Among good tweets: values naming an id the registry does not know (in every batch) and
+    values of a recursive writer schema, one of them 20,000 replies deep. Those are dead letters
+    with their reasons, the job counts every other tweet, and the unknown id was asked for once
+    (one JVM, a TTL longer than the run)."""
+    from connectors.avro import AvroCodec
+    from tests.support.hashtags import independent_finals, random_tweets
+
+    with schema_registry() as running:
+        tweets = random_tweets(random.Random(37), 900, ["spark", "kafka", "avro"], 9, 800)
+        own = AvroCodec("tweet", running.url, subject="tweets-value")
+        recursive = running.state.add("tweets-value", json.dumps(RECURSIVE))
+        bogus = recursive + 1_000
+        values: list[bytes] = []
+        dead: dict[int, str] = {}
+        recursion = f"schema id {recursive} is recursive (trending.Tweet contains itself)"
+        for i, t in enumerate(tweets):
+            values.append(own.encode(t))
+            if i % 50 == 3:
+                dead[len(values)] = f"unknown schema id {bogus}"
+                values.append(header(bogus) + values[-1][5:])
+            if i % 300 == 7:
+                dead[len(values)] = recursion
+                replies = 20_000 if i == 7 else 0
+                values.append(header(recursive) + (SHORT + b"\x02") * replies + SHORT + b"\x00")
+        _, tag = run_hashtags(
+            kafka_bootstrap, running.url, values, tmp_path / "cp", "--conf", f"{TTL}=10min"
+        )
+        finals, letters = published(kafka_bootstrap, tag, running.url)
+    assert letters == dead
+    assert finals == independent_finals(tweets, 120_000, 30_000, 0)
+    assert running.state.lookups(bogus) == 1
