@@ -325,12 +325,23 @@ class TransactionalBatchWriter:
         producer.begin_transaction()
         sent = 0
         try:
-            for record in batch:
-                self._produce(record.topic, record.key, record.value, on_delivery, record.headers)
-                sent += 1
-            value = state_json({"batch": batch_id, "state": state})
-            key = self.transactional_id.encode()
-            self._produce(self.commits_topic, key, value, on_state)
+            try:
+                for record in batch:
+                    self._produce(
+                        record.topic, record.key, record.value, on_delivery, record.headers
+                    )
+                    sent += 1
+                value = state_json({"batch": batch_id, "state": state})
+                key = self.transactional_id.encode()
+                self._produce(self.commits_topic, key, value, on_state)
+            except KafkaException as refused:
+                if _code(refused) != KafkaError._STATE:
+                    raise
+                # the transaction failed while records were being queued (a partition it could
+                # not add): librdkafka refuses the next record with a bare "erroneous state"
+                producer.poll(0)
+                failures.append(refused.args[0])
+                raise KafkaException(self._cause(producer, failures)) from refused
             undelivered = producer.flush(self.step_timeout_s)
             if failures:
                 cause = self._cause(producer, failures)
@@ -360,7 +371,7 @@ class TransactionalBatchWriter:
         """Why records failed delivery. When the transaction itself failed (a partition it
         could not add: a topic deleted, writes denied), librdkafka purges the records and
         tells the cause only to a commit, which it refuses since records failed."""
-        told = next((f for f in failures if f.code() not in _PURGED), None)
+        told = next((f for f in failures if f.code() not in _PURGED | {KafkaError._STATE}), None)
         if told is not None:
             return told
         try:
@@ -657,6 +668,11 @@ _COORDINATOR_ERRORS = {
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
     KafkaError.COORDINATOR_NOT_AVAILABLE,
 }
+
+
+def _code(error: KafkaException) -> int | None:
+    cause = error.args[0] if error.args else None
+    return cause.code() if isinstance(cause, KafkaError) else None
 
 
 def _partitions(consumer: Consumer, topic: str) -> list[TopicPartition]:
