@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "trending.commands.windows",
     "trending.commands.demo",
     "trending.commands.config",
+    "trending.commands.spark_args",
 )
 
 

@@ -1,7 +1,8 @@
 """A Spark session with the project's jars on the classpath and settings that suit streaming.
 
-The connectors come from ``make jars`` (Maven, into ``build/jars``) and go on ``spark.jars``, so a
-session never resolves or downloads anything at start-up and works offline.
+The session keeps every setting made outside the project (``spark-submit``, ``spark-defaults.conf``,
+the Spark operator) and adds the jars the jobs need where the user's do not provide them
+(:mod:`trending.spark.deps`).
 
 pyspark starts its JVM with ``spark-submit --conf KEY=VALUE`` for every setting made before it
 starts, and the process list (``ps``) shows those command lines to every user of the machine.
@@ -11,6 +12,7 @@ SparkContext gets all of them, secrets too, through pyspark's gateway to the run
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -18,11 +20,14 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from connectors.jvm import java_executable, require_jars
+from connectors.jvm import JARS_ENV, java_executable
 from connectors.kafka_settings import carries_secret
+from trending.spark import deps
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -47,7 +52,6 @@ JIT_THRESHOLDS = (
     "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
 )
 _JIT_FLAG = re.compile(r"-XX:[+-]?(Tier\w*|\w*CompileThreshold\w*)\b")
-JAR_GROUPS = ("connectors", "udf")
 # Without Hadoop's native library (the pyspark wheel has none) Hadoop's local file system runs a
 # child process (chmod, readlink) per checkpoint file it creates or renames, ~35 ms a file and
 # several files a micro-batch. This manager (jvm/udf, trending.fs) does the same through java.nio
@@ -66,53 +70,123 @@ DEFAULT_TASK_ATTEMPTS = "4"
 _LOCAL_WITHOUT_ATTEMPTS = re.compile(r"local(?:\[([0-9]+|\*)\])?")
 
 
-def spark_jars() -> list[str]:
-    """Every jar the jobs need beyond the pyspark wheel (clear error when not fetched)."""
-    return [str(jar) for group in JAR_GROUPS for jar in require_jars(group)]
-
-
 def build_session(
     app_name: str,
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
     shuffle_partitions: int | None = None,
 ) -> SparkSession:
-    """Start (or reuse) a Spark session for a streaming job. ``master`` None means
-    ``$SPARK_MASTER``, else :data:`DEFAULT_MASTER`; a local one retries failed tasks
-    (:func:`with_task_attempts`)."""
+    """Start (or reuse) a Spark session for a streaming job.
+
+    Settings made outside the project (``spark-submit``, ``spark-defaults.conf``,
+    ``$PYSPARK_SUBMIT_ARGS``, the Spark operator) are kept: the master, the deploy mode, the
+    jars and the JVMs' options get the project's defaults only where none is set (see
+    :mod:`trending.spark.deps`). ``master`` (``--master``) or ``$SPARK_MASTER``, when given,
+    choose the master of a JVM this process starts; else :data:`DEFAULT_MASTER` when nothing
+    chose one. A local master retries failed tasks (:func:`with_task_attempts`).
+    ``conf`` (``--conf`` and the configuration file) wins over everything."""
+    from pyspark import SparkContext
+
     java_executable()  # a clear message instead of a JVM stack trace
-    jars = ",".join(spark_jars())
+    submitted = SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+    outside = deps.chosen_settings(os.environ, _running_settings() if submitted else None)
+    settings = session_settings(app_name, master, outside, conf or {}, submitted)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql.types import ArrayType, StringType
 
-    settings = {
-        "spark.app.name": app_name,
-        "spark.master": with_task_attempts(
-            master or os.environ.get("SPARK_MASTER", DEFAULT_MASTER), conf
-        ),
-        "spark.jars": jars,
-        "spark.sql.session.timeZone": "UTC",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.ui.enabled": os.environ.get("TRENDING_SPARK_UI", "false"),
-        NO_DATA_CONF: "false",
-        DRIVER_OPTIONS_CONF: driver_java_options(os.environ),
-        EXECUTOR_OPTIONS_CONF: THROUGHPUT_GC,
-        CHECKPOINT_FILES_CONF[0]: CHECKPOINT_FILES_CONF[1],
-        **(conf or {}),
-    }
-    start_jvm(launch_settings(settings))
+    if not submitted:
+        start_jvm_resolving(launch_settings(settings), {**outside, **(conf or {})})
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TRENDING_SPARK_LOG_LEVEL", "WARN"))
+    missing = missing_classes(spark)
+    if missing:
+        raise deps.missing_classes_error(missing, submitted)
     partitions = shuffle_partitions or cluster_cores(spark)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     name, java_class = HASHTAG_UDF
     spark.udf.registerJavaFunction(name, java_class, ArrayType(StringType()))
+    log.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
     return spark
+
+
+def session_settings(
+    app_name: str,
+    master: str | None,
+    outside: Mapping[str, str],
+    conf: Mapping[str, str],
+    submitted: bool,
+) -> dict[str, str]:
+    """The settings a session starts with, each from the first of: the jars and packages the
+    user's do not provide, added to theirs; ``master`` or ``$SPARK_MASTER`` when given; ``conf``
+    (``--conf``, the configuration file); the jobs' fixed settings (UTC, no batches without
+    data); the settings made ``outside`` the project (``spark-submit``, ``spark-defaults.conf``,
+    ``$PYSPARK_SUBMIT_ARGS``); the project's defaults. A JVM that ``spark-submit`` started
+    (``submitted``) keeps its master and takes no jars: only ``spark-submit`` can put them on
+    the driver's class path."""
+    chosen = {**outside, **conf}
+    explicit = master or os.environ.get("SPARK_MASTER")
+    settings = {
+        "spark.app.name": app_name,
+        "spark.ui.enabled": os.environ.get("TRENDING_SPARK_UI", "false"),
+        DRIVER_OPTIONS_CONF: driver_java_options(os.environ),
+        EXECUTOR_OPTIONS_CONF: THROUGHPUT_GC,
+        CHECKPOINT_FILES_CONF[0]: CHECKPOINT_FILES_CONF[1],
+        **outside,
+        "spark.sql.session.timeZone": "UTC",
+        NO_DATA_CONF: "false",
+        "spark.ui.showConsoleProgress": "false",
+        **conf,
+    }
+    if submitted:
+        if explicit and explicit != chosen.get("spark.master"):
+            log.warning(
+                "--master %s ignored: spark-submit started Spark with master %s",
+                explicit, chosen.get("spark.master"),
+            )  # fmt: skip
+        if chosen.get("spark.app.name", "").endswith(".py"):  # spark-submit's default name
+            settings["spark.app.name"] = app_name
+        return settings
+    if explicit or "spark.master" not in chosen:
+        settings["spark.master"] = with_task_attempts(explicit or DEFAULT_MASTER, chosen)
+    return settings | deps.plan(chosen).merged(chosen)
+
+
+def start_jvm_resolving(settings: Mapping[str, str], chosen: Mapping[str, str]) -> None:
+    """:func:`start_jvm`, saying first what Spark's resolver will fetch (once, into its cache),
+    and turning a resolver that cannot fetch into one line with both remedies."""
+    wanted = [p for p in settings.get(deps.PACKAGES_CONF, "").split(",") if p]
+    fetching = deps.uncached(wanted, chosen)
+    if fetching:
+        print(
+            f"trending: fetching {', '.join(fetching)} with Spark's resolver into "
+            f"{deps.ivy_cache(chosen)} (once; spark.jars.ivySettings for a mirror, "
+            f"{JARS_ENV} for a folder of jars)",
+            file=sys.stderr,
+        )
+    try:
+        start_jvm(settings)
+    except Exception as error:  # pyspark's: the JVM exited before it answered
+        if fetching and "JAVA_GATEWAY_EXITED" in f"{error!r}{error}":
+            raise deps.resolve_failed(fetching, chosen) from error
+        raise
+
+
+def missing_classes(spark: SparkSession) -> list[str]:
+    """The dependencies (:data:`deps.CLASSES`) the driver cannot load."""
+    utils: Any = spark.sparkContext._jvm.org.apache.spark.util.Utils  # type: ignore[union-attr]
+    return [kind for kind, name in deps.CLASSES.items() if not utils.classIsLoadable(name)]
+
+
+def _running_settings() -> dict[str, str]:
+    """The settings of the JVM ``spark-submit`` started (its system properties)."""
+    from pyspark import SparkConf
+
+    return dict(SparkConf().getAll())
 
 
 def launch_settings(settings: Mapping[str, str]) -> dict[str, str]:
