@@ -9,7 +9,7 @@ UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/buil
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all env jars test test-chaos test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core soak broker clean check-tools check-test-tools
+.PHONY: all env jars wheel test test-chaos test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core soak broker clean check-tools check-test-tools
 
 all: env jars
 
@@ -50,6 +50,13 @@ $(JARS)/%/.fetched: jvm/%/pom.xml
 $(JARS)/udf/trending-udf.jar: $(VENV)/.installed $(UDF_SOURCES) $(JARS)/udf/.fetched
 	bash jvm/udf/build.sh $(abspath $(BIN)/python)
 
+# The installable package: dist/trending-<version>-py3-none-any.whl, the project's jar inside
+# (setup.py builds it); its users need no checkout, Maven or JDK compiler.
+wheel: env jars
+	rm -rf dist
+	PYTHONWARNINGS=ignore $(BIN)/pip wheel --quiet --no-deps --no-build-isolation -w dist .
+	@ls dist/*.whl
+
 # The suite but its long fault-injection runs, on one worker per core (whole modules each)
 test: check-test-tools env jars
 	$(BIN)/pytest -m "not chaos" -n auto --dist loadfile
@@ -58,7 +65,7 @@ test: check-test-tools env jars
 test-chaos: check-test-tools env jars
 	$(BIN)/pytest -m chaos
 
-test-unit: check-test-tools env
+test-unit: $(VENV)/.installed
 	$(BIN)/pytest tests/unit
 
 lint: env

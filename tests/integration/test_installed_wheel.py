@@ -1,30 +1,24 @@
-"""The package built as a wheel and installed into a fresh venv runs outside the source tree.
-
-The fresh venv borrows the heavy dependencies (pyspark, ...) of the interpreter running the
-tests through a ``.pth`` line naming its site-packages. A path line does not run that folder's
-own ``.pth`` files, so the project's editable install there stays out of sight and ``trending``
-can only come from the wheel.
-"""
+"""The package built as a wheel and installed into a fresh venv runs outside the source tree
+(see tests/support/wheel.py)."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
 import os
-import shutil
-import subprocess
-import sys
-import sysconfig
+import uuid
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from connectors.broker import free_port
+from tests.integration.test_faults import HOP_MS, LATENESS_MS, SIZE_MS, finals, make_tweets, produce
+from tests.support.hashtags import independent_finals
+from tests.support.wheel import ROOT, install, run
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC = {"kind": "sliding", "evict": {"count": 4}, "trigger": {"count": 2}, "partition_by": "p"}
 EVENTS = [{"tuple": {"p": "a", "v": 1}}, {"tuple": {"p": "a", "v": 2}}, {"time": 5}]
 COMMANDS = [
@@ -39,76 +33,15 @@ COMMANDS = [
     ["run", "windows"],
     ["windows", "replay"],
     ["demo"],
+    ["spark-args"],
 ]
-
-
-def run(
-    command: list[str], cwd: Path, env: dict[str, str], stdin: str = "", timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """``command`` in ``cwd``; its completed process (text)."""
-    return subprocess.run(
-        command,
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def copy_source(target: Path) -> None:
-    """The source tree's files, so the build writes no ``build/`` or ``*.egg-info`` into the
-    checkout and sees no stale build output: what git knows of (tracked or new, not ignored),
-    else everything but hidden folders, data and build output."""
-    listed = subprocess.run(
-        ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        capture_output=True,
-        check=False,
-    )
-    if listed.returncode != 0:  # not a git checkout
-        skip = shutil.ignore_patterns(".*", "build", "data", "checkpoints", "*.egg-info")
-        shutil.copytree(ROOT, target, symlinks=True, ignore=skip)
-        return
-    for name in filter(None, listed.stdout.decode().split("\0")):
-        source = ROOT / name
-        if not source.is_symlink() and not source.exists():
-            continue  # deleted in the work tree
-        (target / name).parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            (target / name).symlink_to(os.readlink(source))
-        else:
-            shutil.copy2(source, target / name)
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A fresh venv with the wheel installed, and an environment for its commands."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    source, dist, venv = tmp / "source", tmp / "dist", tmp / "venv"
-    copy_source(source)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRENDING_JARS_DIR")}
-    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-    build = run([*pip_wheel, "--no-index", "-w", str(dist), str(source)], tmp, env)
-    assert build.returncode == 0, (
-        f"building the wheel failed (`make env` installs the build requirements):\n"
-        f"{build.stdout[-2000:]}\n{build.stderr[-2000:]}"
-    )
-    (wheel,) = dist.glob("trending-*.whl")
-    done = run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp, env)
-    assert done.returncode == 0, done.stderr
-    python = venv / "bin" / "python"
-    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps"]
-    done = run([*install, "--no-index", "--quiet", str(wheel)], tmp, env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    # Only now the heavy dependencies: before, pip would have seen the editable install there.
-    where = "import sysconfig; print(sysconfig.get_path('purelib'))"
-    site = run([str(python), "-c", where], tmp, env).stdout.strip()
-    borrowed = dict.fromkeys((sysconfig.get_path("purelib"), sysconfig.get_path("platlib")))
-    Path(site, "borrowed-dependencies.pth").write_text("\n".join(borrowed) + "\n")
-    (tmp / "work").mkdir()
-    return venv, env
+    done = install(tmp_path_factory.mktemp("wheel"))
+    return done.venv, done.env
 
 
 def test_the_wheel_holds_every_schema(installed: tuple[Path, dict[str, str]]) -> None:
@@ -206,3 +139,84 @@ def test_missing_jars_are_one_line_naming_the_variable(
     )
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == str(jars / "broker" / "kafka.jar")
+
+
+def test_the_wheel_is_pure_python_and_holds_the_project_jar(
+    installed: tuple[Path, dict[str, str]],
+) -> None:
+    venv, _ = installed
+    (wheel,) = (venv.parent / "dist").glob("trending-*.whl")
+    assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
+    with zipfile.ZipFile(wheel) as archive:
+        jar = archive.read("trending/jvm/trending-udf.jar")
+    (venv.parent / "udf.jar").write_bytes(jar)
+    with zipfile.ZipFile(venv.parent / "udf.jar") as classes:
+        names = set(classes.namelist())
+    for needed in ("trending/udf/HashtagKeys.class", "trending/udf/hashtag-tables.bin"):
+        assert needed in names, sorted(names)[:20]
+
+
+def hashtags_flags(bootstrap: str, work: Path, tag: str) -> list[str]:
+    return [
+        "run", "hashtags", "--available-now", "--warm-up-rows", "0",
+        "--bootstrap-servers", bootstrap, "--partitions", "2",
+        "--size", f"{SIZE_MS}ms", "--hop", f"{HOP_MS}ms", "--lateness", f"{LATENESS_MS}ms",
+        "--max-offsets-per-trigger", "500", "--input-topic", f"tweets-{tag}",
+        "--output-topic", f"trending-{tag}", "--late-topic", f"late-{tag}",
+        "--dead-letter-topic", f"dlq-{tag}", "--checkpoint", str(work / f"checkpoint-{tag}"),
+        "--metrics-port", "0",
+    ]  # fmt: skip
+
+
+@pytest.mark.timeout(900)
+def test_the_installed_wheel_runs_the_hashtags_job_with_spark_fetching_its_connectors(
+    installed: tuple[Path, dict[str, str]], kafka_bootstrap: str
+) -> None:
+    """No checkout, no TRENDING_JARS_DIR: the project's jar comes from the wheel and Spark's
+    resolver fetches the connectors (or finds them in its cache); the finals are exact."""
+    venv, env = installed
+    tag = uuid.uuid4().hex[:8]
+    tweets = make_tweets(1_500, seed=97)
+    produce(kafka_bootstrap, f"tweets-{tag}", tweets)
+    command = [str(venv / "bin" / "trending"), *hashtags_flags(kafka_bootstrap, venv.parent, tag)]
+    done = run([*command, "--master", "local[2]"], venv.parent / "work", env, timeout=840)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "build/jars" not in done.stderr
+    expected = independent_finals(tweets, SIZE_MS, HOP_MS, LATENESS_MS)
+    assert finals(kafka_bootstrap, f"trending-{tag}") == expected
+
+
+NOWHERE_IVY = """<ivysettings>
+  <settings defaultResolver="nowhere"/>
+  <resolvers>
+    <ibiblio name="nowhere" m2compatible="true" root="file:///nonexistent/maven2/"/>
+  </resolvers>
+</ivysettings>
+"""
+
+
+def test_offline_without_a_cache_stops_with_one_line_naming_the_coordinates_and_remedies(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    venv, env = installed
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text(NOWHERE_IVY)
+    flags = hashtags_flags(kafka_bootstrap, tmp_path, uuid.uuid4().hex[:8])
+    command = [str(venv / "bin" / "trending"), *flags]
+    command += ["--conf", f"spark.jars.ivy={tmp_path / 'ivy'}"]
+    command += ["--conf", f"spark.jars.ivySettings={settings}"]
+    done = run(command, venv.parent / "work", env, timeout=240)
+    assert done.returncode == 2, done.stderr[-3000:]
+    ours = [line for line in done.stderr.splitlines() if line.startswith("trending: ")]
+    assert ours[0].startswith("trending: fetching org.apache.spark:spark-sql-kafka-0-10_2.13:"), (
+        ours
+    )
+    (error,) = [line for line in ours if line.startswith("trending: error: ")]
+    version = importlib.metadata.version("pyspark")
+    for coordinate in (
+        f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version}",
+        f"org.apache.spark:spark-avro_2.13:{version}",
+        "com.twitter.twittertext:twitter-text:3.1.0",
+    ):
+        assert coordinate in error
+    assert "spark.jars.ivySettings" in error and "TRENDING_JARS_DIR" in error
