@@ -689,13 +689,9 @@ def _trigger_active(query: Any) -> bool:
 
 
 def failure_line(processor: Any, exception: Any) -> str:
-    """Why the query failed, in one line: the batch's own error when a batch failed (Spark's
+    """Why the query failed, in one line: lost input (whether Spark found it planning the batch
+    or reading it inside the batch), else the batch's own error when a batch failed (Spark's
     exception also carries the whole plan; its log has the details)."""
-    if processor.failure is not None:
-        return (
-            f"{processor.failure}; nothing of it was published, and the job sends it again when "
-            "restarted from its checkpoint"
-        )
     text = str(exception)
     loss = _DATA_LOSS.search(text)
     if loss is not None:
@@ -705,6 +701,11 @@ def failure_line(processor: Any, exception: Any) -> str:
             f"the input lost records the job had not read, or its offsets started over "
             f"({what[:300]}): {DATA_LOSS_HINT}"
         )
+    if processor.failure is not None:
+        return (
+            f"{processor.failure}; nothing of it was published, and the job sends it again when "
+            "restarted from its checkpoint"
+        )
     lines = text.strip().splitlines()
     first = lines[0][:500] if lines else repr(exception)
     return f"the streaming query failed: {first}"
@@ -712,6 +713,9 @@ def failure_line(processor: Any, exception: Any) -> str:
 
 # Spark's Kafka source fails the query when offsets it was to read are gone (retention, or the
 # topic deleted and created again: its offsets start over); the job stops rather than skip them.
+# Offsets that went back fail the planning of a batch; records removed past the checkpoint's
+# position (retention, DeleteRecords) fail the batch's read inside foreachBatch, so the batch's
+# own error is a Py4JJavaError and the query's exception carries Spark's text.
 _DATA_LOSS = re.compile(r"(Some data may have been lost because they are not available in Kafka)")
 _LOSS_REASON = re.compile(r"Reason:\s*([^\n]+)")
 DATA_LOSS_HINT = (
