@@ -300,7 +300,12 @@ def _add_spark_arguments(
     )
     add_kafka_arguments(parser)
     spark = parser.add_argument_group("spark")
-    spark.add_argument("--master", default=None, help="Spark master (default: local[*])")
+    spark.add_argument(
+        "--master",
+        default=None,
+        help="Spark master (default: SPARK_MASTER, else the one spark-submit or "
+        "spark-defaults.conf set, else local[*]); under spark-submit, spark-submit's own",
+    )
     spark.add_argument(
         "--checkpoint",
         default=checkpoint,
