@@ -734,13 +734,38 @@ def _check_kept(bootstrap: str, topic: str, extra: Mapping[str, str] | None) -> 
 
 
 def _state_record(message: Message[bytes, bytes] | None, key: str, batch_id: int) -> Committed:
-    """The committed state of ``batch_id`` from its record; KafkaException when it is not it."""
+    """The committed state of ``batch_id`` from the record its marker points at. A
+    KafkaException when no record could be read; a :class:`UserError` when the record read is
+    not it: the state record deleted (a tombstone, and compaction removed the record), or
+    another record there (the marker no longer matches the topic)."""
     if message is None or message.error() is not None:
         raise KafkaException(f"could not read the state record of batch {batch_id} for {key}")
-    value = json.loads(message.value() or b"{}")
-    if message.key() != key.encode() or value.get("batch") != batch_id:
-        raise KafkaException(
-            f"the commits topic no longer holds the state of batch {batch_id} for {key} at "
-            f"offset {message.offset()}"
+    raw, where = message.value(), f"offset {message.offset()} of topic {message.topic()}"
+    if message.key() == key.encode() and raw is None:
+        raise UserError(
+            f"the commit marker of {key} names batch {batch_id}, but its state record was "
+            f"deleted (a tombstone at {where}), and with it the state the job resumes from. "
+            "Start a new job with a new --checkpoint and new output topics, which it fills "
+            "from the input once (nothing was deleted)"
         )
-    return Committed(batch_id, value.get("state"))
+    try:
+        value = json.loads(raw) if raw is not None else {}
+    except ValueError:  # not JSON (nor UTF-8): not a state record
+        value = {}
+    if not isinstance(value, dict):
+        value = {}
+    if message.key() == key.encode() and value.get("batch") == batch_id:
+        return Committed(batch_id, value.get("state"))
+    other = (message.key() or b"").decode(errors="replace")
+    found = (
+        f"the state record of batch {value['batch']}"
+        if other == key and "batch" in value
+        else f"a record of key {other!r}"
+    )
+    raise UserError(
+        f"the commit marker of {key} names batch {batch_id}, but where it points the commits "
+        f"topic holds {found} ({where}): the marker no longer matches the topic. Delete the "
+        f"marker (kafka-consumer-groups.sh --delete --group {key}) so that the next start "
+        f"recovers the newest state record of {key} from the topic; if there is none, start a "
+        "new job with a new --checkpoint and new output topics (nothing was deleted)"
+    )
