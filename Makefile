@@ -66,7 +66,7 @@ test-chaos: check-test-tools env jars
 	$(BIN)/pytest -m chaos
 
 test-unit: $(VENV)/.installed
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest tests/unit -m "not tools"
 
 lint: env
 	$(BIN)/ruff check .

@@ -128,6 +128,7 @@ def generator_services() -> dict[str, dict[str, Any]]:
     return {n: s for n, s in trending_services().items() if s["command"][:1] == ["produce"]}
 
 
+@pytest.mark.tools
 def test_compose_file_is_valid_for_docker_compose() -> None:
     result = subprocess.run(
         [docker_compose(), "-f", str(ROOT / "docker-compose.yml"), "config", "--quiet"],
@@ -233,6 +234,7 @@ def test_topics_agree_with_the_jobs_and_generators() -> None:
 # The network: one bridge network, ports published on 127.0.0.1 unless TRENDING_BIND says otherwise
 
 
+@pytest.mark.tools
 def test_no_service_uses_the_host_network() -> None:
     """Docker Desktop (macOS, Windows) has no host network: every service is on the bridge."""
     for config in (compose(), resolved()):
@@ -254,6 +256,7 @@ def published(config: dict[str, Any]) -> Iterator[tuple[str, str, int, int]]:
             yield name, match[1], int(match[2]), int(match[3])
 
 
+@pytest.mark.tools
 def test_every_published_port_binds_127_0_0_1_unless_told_otherwise() -> None:
     for name, service in services().items():
         for entry in service.get("ports", []):
@@ -301,6 +304,7 @@ def listeners(value: str) -> dict[str, tuple[str, int]]:
     return found
 
 
+@pytest.mark.tools
 def test_kafka_listens_for_the_containers_and_for_the_host() -> None:
     """Apache Kafka's docker layout: one listener advertised by service name to the other
     containers, one advertised as localhost on the published port to clients on the host."""
@@ -373,6 +377,7 @@ def compose_prometheus_file() -> str:
     return str(PurePosixPath(option.removeprefix("--config.file=")).relative_to("/etc/prometheus"))
 
 
+@pytest.mark.tools
 def test_prometheus_scrapes_every_job_by_its_service_name() -> None:
     jobs = {n: parse(trending_argv(s)) for n, s in job_services().items()}
     kinds = {n: s["command"][1] for n, s in job_services().items()}
@@ -397,6 +402,7 @@ def test_the_standalone_prometheus_config_scrapes_the_same_jobs_on_this_machine(
         assert scraped(standalone)[job] == [f"127.0.0.1:{p}" for p in ports]
 
 
+@pytest.mark.tools
 @pytest.mark.parametrize("name", ["prometheus.yml", "compose.yml"])
 def test_promtool_accepts_the_prometheus_configs(name: str) -> None:
     promtool = shutil.which("promtool")
@@ -434,6 +440,7 @@ def provisioned_source() -> dict[str, Any]:
     return source
 
 
+@pytest.mark.tools
 def test_grafana_is_provisioned_with_the_data_source_and_dashboard() -> None:
     service = services()["grafana"]
     mounts = dict(v.split(":")[:2] for v in service["volumes"])

@@ -241,6 +241,7 @@ def sorted_objects(found: Any) -> list[dict[str, Any]]:
     return sorted(found, key=lambda o: (o["kind"], o["metadata"]["name"]))
 
 
+@pytest.mark.tools
 def test_the_renderer_agrees_with_kustomize(tmp_path: Path) -> None:
     """The objects tests/support/kustomize.py renders are the ones kustomize renders (kubectl's
     or kustomize's own, where either is installed), for every target, an empty secrets file,
