@@ -417,8 +417,9 @@ def run_sensors(args: argparse.Namespace) -> int:
 
 def run_windows(args: argparse.Namespace) -> int:
     """Run the temporal window job until it ends (available-now), is stopped, or fails."""
+    from trending.commands.windows import load_spec
     from trending.jobs.windows import WindowsJobConfig
-    from trending.windows.replay import ReplayError, load_spec
+    from trending.windows.replay import ReplayError
 
     try:
         spec = load_spec(args.spec)

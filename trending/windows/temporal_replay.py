@@ -1,4 +1,4 @@
-"""The temporal half of ``trending windows replay``: a temporal spec over JSON lines.
+"""The temporal half of :func:`trending.windows.replay.replay`: a temporal spec over JSON lines.
 
 Input, one JSON object a line (times as ISO-8601 strings or epoch milliseconds)::
 
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from trending.windows.replay import ReplayError
 from trending.windows.temporal import (
     END_OF_TIME,
     CtiViolation,
@@ -50,6 +49,11 @@ Key = Any
 T = TypeVar("T")
 _EVENT_FIELDS = {"start", "end", "key", "value", "id"}
 _FORMS = '{"start": T, "end": T, ...}, {"end_edge": ID, "end": T}, {"cti": T}'
+
+
+class ReplayError(ValueError):
+    """A spec file or an input line the replay (SPL or temporal) cannot use; the message says
+    where."""
 
 
 class KeyedTemporalRun:

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from trending.commands import windows as windows_command
+from trending.commands.windows import main
 from trending.errors import UserError
-from trending.windows.replay import ReplayError, main, replay
+from trending.windows.replay import ReplayError, replay
 from trending.windows.spl import SpecError
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from trending.windows.replay import ReplayError, main, replay
+from trending.commands.windows import main
+from trending.windows.replay import ReplayError, replay
 from trending.windows.spl import SpecError
 from trending.windows.temporal.spec import is_temporal_spec, parse_temporal_spec
 
