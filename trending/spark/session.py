@@ -85,10 +85,10 @@ def build_session(
     choose the master of a JVM this process starts; else :data:`DEFAULT_MASTER` when nothing
     chose one. A local master retries failed tasks (:func:`with_task_attempts`).
     ``conf`` (``--conf`` and the configuration file) wins over everything."""
-    from pyspark import SparkContext
-
     java_executable()  # a clear message instead of a JVM stack trace
-    submitted = SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+    # spark-submit started this Python and its JVM (a JVM this process started itself, for an
+    # earlier session, takes a new session's master)
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     outside = deps.chosen_settings(os.environ, _running_settings() if submitted else None)
     settings = session_settings(app_name, master, outside, conf or {}, submitted)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
