@@ -6,8 +6,8 @@ query states, dead-letter reasons, the job's topics) created up front, so a dash
 ``_total`` on counters. The job is told apart by Prometheus's own ``job`` label (the scrape
 config), so no metric has a ``job`` label of its own.
 
-Spark's query progress feeds most families (:mod:`trending.spark.listener`); the hashtags job
-adds its own per-batch figures through :class:`HashtagObserver`.
+Spark's query progress feeds most families (:mod:`trending.spark.listener`); each job adds its
+own per-batch figures through an observer it attaches (:class:`Metered`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
 from prometheus_client.core import CounterMetricFamily, Metric
@@ -31,10 +31,6 @@ from trending import __version__
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
-
-    from trending.jobs.hashtags import BatchStats, HashtagBatchProcessor
-    from trending.jobs.sensors import SensorBatchProcessor, SensorBatchStats
-    from trending.jobs.windows import WindowsBatchProcessor, WindowsBatchStats
 
 from trending.errors import UserError
 
@@ -381,97 +377,12 @@ DRIVER_OPERATOR = "driver_topk"  # the driver's published top-k entries; Spark's
 # their own rows and bytes under their names (trending.spark.listener)
 
 
-class HashtagObserver:
-    """Per-batch figures of the hashtags job (``HashtagBatchProcessor.observers``)."""
+class Metered(Protocol):
+    """A job's batch processor that counts its batches in :class:`Metrics` through an observer
+    of its own (for instance ``trending.jobs.hashtags.HashtagObserver``)."""
 
-    def __init__(self, metrics: Metrics, processor: HashtagBatchProcessor) -> None:
-        config = processor.config
-        self.metrics = metrics
-        self._windows = len(processor.merger.state.windows)
-        metrics.add_topics(
-            [config.input_topic], [config.output_topic, config.late_topic, config.dead_letter_topic]
-        )
-        self._observe_state(processor)
-
-    def __call__(self, stats: BatchStats, processor: HashtagBatchProcessor) -> None:
-        if stats.skipped:
-            return
-        m, config = self.metrics, processor.config
-        m.observe_batch(stats.phases, stats.dead_reasons, LATE_REASONS[0], stats.late)
-        m.records_written.labels(config.output_topic).inc(stats.revisions + stats.finals)
-        m.records_written.labels(config.late_topic).inc(stats.late)
-        m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
-        m.windows_revised.inc(stats.revisions)
-        m.windows_finalized.inc(stats.finals)
-        windows = len(processor.merger.state.windows)
-        m.windows_opened.inc(max(0, windows - self._windows + stats.finals))
-        self._windows = windows
-        if stats.state_bytes is not None:  # the driver's state, as committed (JSON bytes)
-            m.state_memory.labels(DRIVER_OPERATOR).set(stats.state_bytes)
-        self._observe_state(processor)
-
-    def _observe_state(self, processor: HashtagBatchProcessor) -> None:
-        m, windows = self.metrics, processor.merger.state.windows
-        m.set_watermark(processor.merger.watermark_ms)
-        m.open_windows.set(len(windows))
-        m.state_rows.labels(DRIVER_OPERATOR).set(sum(len(w.top) for w in windows.values()))
-        newest = max(windows, default=None)
-        m.set_top(newest, () if newest is None else windows[newest].top)
-
-
-class SensorObserver:
-    """Per-batch figures of the sensor job (``SensorBatchProcessor.observers``)."""
-
-    def __init__(self, metrics: Metrics, processor: SensorBatchProcessor) -> None:
-        config = processor.config
-        self.metrics = metrics
-        metrics.add_topics(
-            [config.readings_topic, config.queries_topic],
-            [
-                config.matches_topic,
-                config.popular_topic,
-                config.late_topic,
-                config.dead_letter_topic,
-            ],
-        )
-        metrics.set_watermark(processor.state.watermark_ms)
-
-    def __call__(self, stats: SensorBatchStats, processor: SensorBatchProcessor) -> None:
-        if stats.skipped:
-            return
-        m, config = self.metrics, processor.config
-        m.observe_batch(stats.phases, stats.dead_reasons, LATE_REASONS[1], stats.late)
-        m.records_written.labels(config.matches_topic).inc(stats.matches)
-        m.records_written.labels(config.popular_topic).inc(stats.popular)
-        m.records_written.labels(config.late_topic).inc(stats.late)
-        m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
-        m.matches.inc(stats.matches)
-        m.popular_readings.inc(stats.popular)
-        m.pending_events.set(stats.pending)
-        m.set_watermark(stats.watermark_ms)
-
-
-class WindowsObserver:
-    """Per-batch figures of the temporal window job (``WindowsBatchProcessor.observers``)."""
-
-    def __init__(self, metrics: Metrics, processor: WindowsBatchProcessor) -> None:
-        config = processor.config
-        self.metrics = metrics
-        metrics.add_topics(
-            [config.input_topic],
-            [config.output_topic, config.late_topic, config.dead_letter_topic],
-        )
-        metrics.set_watermark(processor.state.watermark_ms or None)
-
-    def __call__(self, stats: WindowsBatchStats, processor: WindowsBatchProcessor) -> None:
-        if stats.skipped:
-            return
-        m, config = self.metrics, processor.config
-        m.observe_batch(stats.phases, stats.dead_reasons, LATE_REASONS[1], stats.late)
-        m.records_written.labels(config.output_topic).inc(stats.rows)
-        m.records_written.labels(config.late_topic).inc(stats.late)
-        m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
-        m.set_watermark(stats.watermark_ms or None)
+    def attach_metrics(self, metrics: Metrics) -> None:
+        """Count this job's batches in ``metrics`` (call before the query starts)."""
 
 
 class MetricsServer:

@@ -14,16 +14,10 @@ import yaml
 from prometheus_client import generate_latest
 
 from trending.cli import build_parser
-from trending.jobs.hashtags import BatchStats
-from trending.jobs.sensors import SensorBatchStats
-from trending.jobs.windows import WindowsBatchStats
-from trending.metrics import (
-    HashtagObserver,
-    Metrics,
-    SensorObserver,
-    WindowsObserver,
-    dead_reason_label,
-)
+from trending.jobs.hashtags import BatchStats, HashtagObserver
+from trending.jobs.sensors import SensorBatchStats, SensorObserver
+from trending.jobs.windows import WindowsBatchStats, WindowsObserver
+from trending.metrics import Metrics, dead_reason_label
 from trending.spark.listener import compute_lag, parse_offsets, parse_timestamp_ms, record_progress
 from trending.windows.topk_merge import Published
 

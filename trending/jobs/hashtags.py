@@ -38,6 +38,7 @@ from trending.jobs.common import (
     use_state_store,
 )
 from trending.jobs.letters import Origin, SideOutput
+from trending.metrics import DRIVER_OPERATOR, LATE_REASONS, Metrics
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.collect import in_parts
 from trending.spark.hashtag_state import (
@@ -162,6 +163,10 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
         self.tweet_schema = schema_json("tweet")
         self.history: list[BatchStats] = []
         self.observers: list[Callable[[BatchStats, HashtagBatchProcessor], None]] = []
+
+    def attach_metrics(self, metrics: Metrics) -> None:
+        """Count this job's batches in ``metrics`` (call before the query starts)."""
+        self.observers.append(HashtagObserver(metrics, self))
 
     def _new_stats(self, batch_id: int) -> BatchStats:
         return BatchStats(batch_id, watermark_ms=self.merger.watermark_ms, started_at=time.time())
@@ -311,6 +316,45 @@ def _describe(stats: BatchStats) -> str:
         + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in stats.phases.items())
         + ")"
     )
+
+
+class HashtagObserver:
+    """Per-batch figures of the hashtags job in its metrics
+    (:meth:`HashtagBatchProcessor.attach_metrics`)."""
+
+    def __init__(self, metrics: Metrics, processor: HashtagBatchProcessor) -> None:
+        config = processor.config
+        self.metrics = metrics
+        self._windows = len(processor.merger.state.windows)
+        metrics.add_topics(
+            [config.input_topic], [config.output_topic, config.late_topic, config.dead_letter_topic]
+        )
+        self._observe_state(processor)
+
+    def __call__(self, stats: BatchStats, processor: HashtagBatchProcessor) -> None:
+        if stats.skipped:
+            return
+        m, config = self.metrics, processor.config
+        m.observe_batch(stats.phases, stats.dead_reasons, LATE_REASONS[0], stats.late)
+        m.records_written.labels(config.output_topic).inc(stats.revisions + stats.finals)
+        m.records_written.labels(config.late_topic).inc(stats.late)
+        m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
+        m.windows_revised.inc(stats.revisions)
+        m.windows_finalized.inc(stats.finals)
+        windows = len(processor.merger.state.windows)
+        m.windows_opened.inc(max(0, windows - self._windows + stats.finals))
+        self._windows = windows
+        if stats.state_bytes is not None:  # the driver's state, as committed (JSON bytes)
+            m.state_memory.labels(DRIVER_OPERATOR).set(stats.state_bytes)
+        self._observe_state(processor)
+
+    def _observe_state(self, processor: HashtagBatchProcessor) -> None:
+        m, windows = self.metrics, processor.merger.state.windows
+        m.set_watermark(processor.merger.watermark_ms)
+        m.open_windows.set(len(windows))
+        m.state_rows.labels(DRIVER_OPERATOR).set(sum(len(w.top) for w in windows.values()))
+        newest = max(windows, default=None)
+        m.set_top(newest, () if newest is None else windows[newest].top)
 
 
 def start_query(

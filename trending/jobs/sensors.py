@@ -40,6 +40,7 @@ from trending.jobs.common import (
     use_state_store,
 )
 from trending.jobs.letters import Origin, SideOutput
+from trending.metrics import LATE_REASONS, Metrics
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.clock import with_batch_clock
 from trending.spark.collect import in_parts
@@ -211,6 +212,10 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         self.history: list[SensorBatchStats] = []
         self.observers: list[Callable[[SensorBatchStats, SensorBatchProcessor], None]] = []
 
+    def attach_metrics(self, metrics: Metrics) -> None:
+        """Count this job's batches in ``metrics`` (call before the query starts)."""
+        self.observers.append(SensorObserver(metrics, self))
+
     def _new_stats(self, batch_id: int) -> SensorBatchStats:
         return SensorBatchStats(
             batch_id, watermark_ms=self.state.watermark_ms, started_at=time.time()
@@ -338,6 +343,39 @@ def summarize(history: list[SensorBatchStats]) -> str:
         f"{seconds:.2f}s from first read to last commit = {events / max(seconds, 1e-9):.0f} "
         "events/s"
     )
+
+
+class SensorObserver:
+    """Per-batch figures of the sensor job in its metrics
+    (:meth:`SensorBatchProcessor.attach_metrics`)."""
+
+    def __init__(self, metrics: Metrics, processor: SensorBatchProcessor) -> None:
+        config = processor.config
+        self.metrics = metrics
+        metrics.add_topics(
+            [config.readings_topic, config.queries_topic],
+            [
+                config.matches_topic,
+                config.popular_topic,
+                config.late_topic,
+                config.dead_letter_topic,
+            ],
+        )
+        metrics.set_watermark(processor.state.watermark_ms)
+
+    def __call__(self, stats: SensorBatchStats, processor: SensorBatchProcessor) -> None:
+        if stats.skipped:
+            return
+        m, config = self.metrics, processor.config
+        m.observe_batch(stats.phases, stats.dead_reasons, LATE_REASONS[1], stats.late)
+        m.records_written.labels(config.matches_topic).inc(stats.matches)
+        m.records_written.labels(config.popular_topic).inc(stats.popular)
+        m.records_written.labels(config.late_topic).inc(stats.late)
+        m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
+        m.matches.inc(stats.matches)
+        m.popular_readings.inc(stats.popular)
+        m.pending_events.set(stats.pending)
+        m.set_watermark(stats.watermark_ms)
 
 
 def store_partitions(

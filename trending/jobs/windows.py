@@ -46,6 +46,7 @@ from trending.jobs.common import (
     use_state_store,
 )
 from trending.jobs.letters import Origin, SideOutput
+from trending.metrics import LATE_REASONS, Metrics
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.collect import in_parts
 from trending.spark.session import NO_DATA_CONF
@@ -159,6 +160,10 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
         self.history: list[WindowsBatchStats] = []
         self.observers: list[Callable[[WindowsBatchStats, WindowsBatchProcessor], None]] = []
 
+    def attach_metrics(self, metrics: Metrics) -> None:
+        """Count this job's batches in ``metrics`` (call before the query starts)."""
+        self.observers.append(WindowsObserver(metrics, self))
+
     @property
     def control_topic(self) -> str:
         """The job's own topic, where ``--available-now`` writes its end-of-input CTI."""
@@ -271,6 +276,30 @@ def summarize(history: list[WindowsBatchStats]) -> str:
         f"{seconds:.2f}s from first read to last commit = {events / max(seconds, 1e-9):.0f} "
         "events/s"
     )
+
+
+class WindowsObserver:
+    """Per-batch figures of the temporal window job in its metrics
+    (:meth:`WindowsBatchProcessor.attach_metrics`)."""
+
+    def __init__(self, metrics: Metrics, processor: WindowsBatchProcessor) -> None:
+        config = processor.config
+        self.metrics = metrics
+        metrics.add_topics(
+            [config.input_topic],
+            [config.output_topic, config.late_topic, config.dead_letter_topic],
+        )
+        metrics.set_watermark(processor.state.watermark_ms or None)
+
+    def __call__(self, stats: WindowsBatchStats, processor: WindowsBatchProcessor) -> None:
+        if stats.skipped:
+            return
+        m, config = self.metrics, processor.config
+        m.observe_batch(stats.phases, stats.dead_reasons, LATE_REASONS[1], stats.late)
+        m.records_written.labels(config.output_topic).inc(stats.rows)
+        m.records_written.labels(config.late_topic).inc(stats.late)
+        m.records_written.labels(config.dead_letter_topic).inc(stats.dead)
+        m.set_watermark(stats.watermark_ms or None)
 
 
 def open_processor(spark: SparkSession, config: WindowsJobConfig) -> WindowsBatchProcessor:

@@ -16,27 +16,13 @@ import threading
 import time
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from connectors.kafka import client_config
-from trending.metrics import (
-    HashtagObserver,
-    Metrics,
-    MetricsServer,
-    SensorObserver,
-    WindowsObserver,
-    finite,
-)
-
-if TYPE_CHECKING:
-    from trending.jobs.common import JobSettings
-    from trending.jobs.hashtags import HashtagBatchProcessor
-    from trending.jobs.sensors import SensorBatchProcessor
-
-    Processor = HashtagBatchProcessor | SensorBatchProcessor
+from trending.metrics import Metered, Metrics, MetricsServer, finite
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +211,7 @@ class Monitoring:
         spark.streams.addListener(self.listener)
         self.lag = LagMonitor(metrics, self.listener, bootstrap, extra, lag_interval).start()
 
-    def watch(self, query: Any, processor: Processor | None = None) -> None:
+    def watch(self, query: Any, processor: Metered | None = None) -> None:
         """Follow only ``query`` from now on, and the ``processor``'s batches."""
         self.query = query
         self.listener.query_id = str(query.id)
@@ -234,16 +220,9 @@ class Monitoring:
         if processor is not None:
             self.attach(processor)
 
-    def attach(self, processor: Processor) -> None:
+    def attach(self, processor: Metered) -> None:
         """Count the job ``processor``'s batches (call before the query starts)."""
-        from trending.jobs import sensors, windows
-
-        if isinstance(processor, sensors.SensorBatchProcessor):
-            processor.observers.append(SensorObserver(self.metrics, processor))
-        elif isinstance(processor, windows.WindowsBatchProcessor):
-            processor.observers.append(WindowsObserver(self.metrics, processor))
-        else:
-            processor.observers.append(HashtagObserver(self.metrics, processor))
+        processor.attach_metrics(self.metrics)
 
     def close(self) -> None:
         """Stop the lag monitor and the endpoint; remove the listener."""
@@ -254,9 +233,19 @@ class Monitoring:
         self.server.close()
 
 
+class KafkaAccess(Protocol):
+    """Where a job's Kafka is (a job's settings have both)."""
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def kafka_options(self) -> Mapping[str, str]: ...
+
+
 def start_monitoring(
     spark: Any,
-    config: JobSettings,
+    config: KafkaAccess,
     address: tuple[str, int],
     lag_interval: float = 10.0,
     kind: str = "hashtags",
