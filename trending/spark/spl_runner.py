@@ -39,6 +39,16 @@ the flushed window (``before_flush``), the evicted partition (``partition_select
 rows before it (in ``seq`` order) tell. Or ``output=fn`` with ``output_schema`` makes the
 rows of each event (``fn(key, event)``; reading ``event.tuples`` loads them).
 
+``output="typed"`` (:class:`TypedEvents`, behind :func:`trending.library.spl_window`) makes the
+same rows typed: ``tuples`` an ``array<struct<...>>`` of the input's own columns and types,
+``summary`` a struct of the spec's summaries, and no ``summary`` column for a window without
+summaries. Timestamps go into the window (and its JSON) as epoch milliseconds computed by Spark,
+so they do not depend on the session time zone; typed output turns them back into timestamps.
+
+On a batch DataFrame the runner runs once over all rows: events fired by rows only (no timer
+fires in a batch query, so a time window still open at the end emits nothing more), without
+any setting of the session (the batch state store needs neither RocksDB nor a checkpoint).
+
 A spec with ``partition_eviction`` runs whole (:func:`trending.windows.spl.keyed.runs_whole`):
 every row goes to one Spark grouping key that holds the whole partitioned window, each row into
 the partition of its ``key`` column, so LRU, partition count and tuple count compare all
@@ -52,8 +62,10 @@ go in a deterministic order.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
@@ -64,7 +76,16 @@ from pyspark.sql.streaming.stateful_processor import (
     TimerValues,
 )
 from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FractionalType,
+    IntegralType,
     LongType,
+    NullType,
     StringType,
     StructField,
     StructType,
@@ -75,6 +96,7 @@ from pyspark.sql.types import (
 from trending.spark.session import NO_DATA_CONF, PROVIDER_CONF, ROCKSDB_PROVIDER
 from trending.windows.spl.events import PartitionKey, Record, WindowEvent
 from trending.windows.spl.keyed import (
+    WINDOW_EVENTS,
     Step,
     TimeMode,
     check_keyed,
@@ -85,17 +107,22 @@ from trending.windows.spl.keyed import (
 )
 from trending.windows.spl.spec import SpecError, WindowSpec, parse_spec
 from trending.windows.spl.stored import Items, StoredWindow
+from trending.windows.spl.summarizers import Count, Max, Mean, Min, Sum, Summarizer, TopK
+from trending.windows.spl.tumbling import TumblingWindow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 EventMapper: TypeAlias = Callable[[Any, WindowEvent], Iterable[Mapping[str, Any]]]
 """``fn(key, event)`` -> output rows (mappings from ``output_schema`` field names)."""
+RowMaker: TypeAlias = Callable[[Any, WindowEvent, int], Mapping[str, Any]]
+"""``fn(key, event, seq)`` -> the output row of one event (``"events"`` and ``"typed"``)."""
 Row: TypeAlias = tuple[int | None, PartitionKey, Record]
 
 TIME_COLUMN = "spl_runner_time_ms"
 TIME_STAMP_COLUMN = "spl_runner_time"
 GROUP_COLUMN = "spl_runner_window"
+MS_PREFIX = "spl_runner_ms_"  # a timestamp column as epoch ms, computed by Spark
 TEXT_SCHEMA = StructType([StructField("json", StringType(), False)])
 PART_KEY_SCHEMA = StructType([StructField("pid", StringType(), False)])
 SEGMENT_KEY_SCHEMA = StructType(
@@ -132,15 +159,31 @@ def check_spark(spark: SparkSession, time_mode: str) -> None:
     if provider != ROCKSDB_PROVIDER:
         raise SplRunnerError(
             f"{PROVIDER_CONF} is {provider!r}; transformWithStateInPandas needs "
-            f"{ROCKSDB_PROVIDER}. Call trending.spark.spl_runner.configure_spark(spark) "
-            "(or set it in the session conf) before starting the query."
+            f"{ROCKSDB_PROVIDER}. Set it in the session conf (SparkSession.builder"
+            f'.config("{PROVIDER_CONF}", "{ROCKSDB_PROVIDER}")) or call '
+            "trending.spark.spl_runner.configure_spark(spark) before starting the query."
         )
     no_data = str(spark.conf.get(NO_DATA_CONF, "true")).lower()
     if time_mode != "none" and no_data != "true":
         raise SplRunnerError(
             f"{NO_DATA_CONF} is false, so timers would fire only when new rows arrive and "
-            "windows would not close on an idle stream. Call configure_spark(spark) first."
+            "windows would not close on an idle stream. Set it to true (or call "
+            "trending.spark.spl_runner.configure_spark(spark)) first."
         )
+
+
+def prepare_session(df: DataFrame, time_mode: str) -> None:
+    """Check the session of a streaming ``df`` (:func:`check_spark`); ready the one of a batch.
+
+    A batch ``transformWithStateInPandas`` keeps its state in a state store too, whose
+    coordinator Spark starts with the session's streaming query manager: a session that has not
+    run a streaming query yet fails the batch with "Cannot find endpoint: StateStoreCoordinator"
+    unless the manager is touched first.
+    """
+    if df.isStreaming:
+        check_spark(df.sparkSession, time_mode)
+    else:
+        df.sparkSession.streams  # noqa: B018 (starts the state store coordinator)
 
 
 def apply_window(
@@ -156,34 +199,40 @@ def apply_window(
     kinds: Iterable[str] | None = None,
     include_window: bool = False,
 ) -> DataFrame:
-    """The window events of ``spec`` run per ``key`` over streaming ``df`` (see module doc).
+    """The window events of ``spec`` run per ``key`` over ``df`` (see module doc).
 
     ``key`` defaults to the spec's ``partition_by``. ``kinds`` keeps only those event kinds
     (e.g. ``["trigger"]``); the per-key ``seq`` still counts every event. Event time needs
     ``time_column`` and ``watermark`` (a delay such as ``"10 seconds"``). ``include_window``
     puts the window content in ``tuples`` of ``trigger`` and ``initial_full`` rows too.
+    ``output``: ``"events"`` (tuples and summary as JSON text), ``"typed"``
+    (:class:`TypedEvents`) or a function (with ``output_schema``).
     """
     window = spec if isinstance(spec, WindowSpec) else parse_spec(spec)
     check_keyed(window, time_mode)
     key = _key_column(window, key)
-    check_spark(df.sparkSession, time_mode)
+    prepare_session(df, time_mode)
     fields = {f.name: f for f in df.schema.fields}
     for column in [key, *_names(order_by), *([time_column] if time_column else [])]:
         if column not in fields:
             raise SplRunnerError(f"no column {column!r} in the DataFrame: {sorted(fields)}")
-    if {TIME_COLUMN, TIME_STAMP_COLUMN, GROUP_COLUMN} & set(fields):
+    if {TIME_COLUMN, TIME_STAMP_COLUMN, GROUP_COLUMN} & set(fields) or any(
+        name.startswith(MS_PREFIX) for name in fields
+    ):
         raise SplRunnerError(
-            f"{TIME_COLUMN}, {TIME_STAMP_COLUMN} and {GROUP_COLUMN} are the runner's columns"
+            f"{TIME_COLUMN}, {TIME_STAMP_COLUMN}, {GROUP_COLUMN} and {MS_PREFIX}* are the "
+            "runner's columns"
         )
     record_columns = list(fields)
+    schema, rows = _output(window, fields, key, output, output_schema, include_window)
     if time_mode == "event":
         df = _with_event_time(df, time_column, watermark)
+    df, sources = _with_millis(df, fields.values())
     whole = runs_whole(window)
     if whole:
         from pyspark.sql import functions as F
 
         df = df.withColumn(GROUP_COLUMN, F.lit(0))
-    schema = _output_schema(fields[key], output, output_schema)
     processor = SplProcessor(
         window,
         key,
@@ -194,9 +243,10 @@ def apply_window(
         output if callable(output) else None,
         None if kinds is None else frozenset(kinds),
         whole,
-        include_window,
+        rows=rows,
+        sources=sources,
     )
-    return df.groupBy(GROUP_COLUMN if whole else key).transformWithStateInPandas(
+    return df.groupBy(GROUP_COLUMN if whole else sources.get(key, key)).transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=schema,
         outputMode="Append",
@@ -219,12 +269,16 @@ class SplProcessor(StatefulProcessor):
         kinds: frozenset[str] | None,
         whole: bool = False,
         include_window: bool = False,
+        rows: RowMaker | None = None,
+        sources: Mapping[str, str] | None = None,
     ) -> None:
         self.spec, self.key_column, self.time_mode = spec, key_column, time_mode
         self.record_columns, self.input_columns = record_columns, input_columns
         self.order_by = order_by
         self.mapper, self.kinds = mapper, kinds
-        self.whole, self.include_window = whole, include_window
+        self.whole = whole
+        self.rows = rows or JsonEvents(key_column, include_window)
+        self.sources = dict(sources or {})  # a column -> where its epoch ms are (timestamps)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -269,10 +323,11 @@ class SplProcessor(StatefulProcessor):
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         frame.columns = self.input_columns  # Spark renames some (those starting with "__")
-        sort = ([TIME_COLUMN] if self.time_mode == "event" else []) + self.order_by
+        order = [self.sources.get(name, name) for name in self.order_by]
+        sort = ([TIME_COLUMN] if self.time_mode == "event" else []) + order
         if sort:
             frame = frame.sort_values(sort, kind="stable", ignore_index=True)
-        values = zip(*(frame[name].tolist() for name in self.record_columns), strict=True)
+        values = zip(*(self._column(frame, name) for name in self.record_columns), strict=True)
         records = [to_record(dict(zip(self.record_columns, v, strict=True))) for v in values]
         times: list[int | None] = [None] * len(records)
         if self.time_mode == "event":
@@ -280,6 +335,13 @@ class SplProcessor(StatefulProcessor):
         if self.whole:
             return list(zip(times, [r[self.key_column] for r in records], records, strict=True))
         return [(time_ms, key, record) for time_ms, record in zip(times, records, strict=True)]
+
+    def _column(self, frame: pd.DataFrame, name: str) -> list[Any]:
+        """A record column's values; a timestamp's as epoch ms (pandas has nulls make them
+        floats)."""
+        if name not in self.sources:
+            return list(frame[name].tolist())
+        return [None if pd.isna(v) else int(v) for v in frame[self.sources[name]].tolist()]
 
     def _commit(self, key: Any, window: StoredWindow, step: Step) -> Iterator[pd.DataFrame]:
         rows = self._rows(key, step)  # reads the stored tuples they show, before the save
@@ -301,9 +363,144 @@ class SplProcessor(StatefulProcessor):
             if self.mapper:
                 rows.extend(self.mapper(where, event))
                 continue
-            row = event_row(where, event, seq, self.key_column, self.include_window)
-            rows.append(row | {"size": len(event.tuples)})
+            rows.append(self.rows(where, event, seq))
         return rows
+
+
+class JsonEvents:
+    """Window events as rows with ``tuples`` and ``summary`` as JSON text (``"events"``)."""
+
+    def __init__(self, key_column: str, include_window: bool) -> None:
+        self.key_column, self.include_window = key_column, include_window
+
+    def __call__(self, key: Any, event: WindowEvent, seq: int) -> Mapping[str, Any]:
+        row = event_row(key, event, seq, self.key_column, self.include_window)
+        return row | {"size": len(event.tuples)}
+
+    def schema(self, key: StructField) -> StructType:
+        """The key column's own name and type, then :data:`EVENT_FIELDS` with JSON text."""
+        fields = {"tuples": StringType(), "summary": StringType()}
+        return _event_schema(key, fields)
+
+
+class TypedEvents:
+    """Window events as typed rows (``output="typed"``).
+
+    Columns: the key column (its own name and type), ``event``, ``seq``, ``tuples`` as
+    ``array<struct<...>>`` of the input's columns with their own types, ``time_ms``,
+    ``summary`` (only for a window with summaries) and ``size``. ``summary`` is a struct with a
+    field per summary of the spec: ``count`` a long; ``sum``, ``min``, ``max``, ``mean``
+    doubles (null where the core has none, e.g. the mean of nothing); ``top_k`` an
+    ``array<double>``, largest first. It is set on ``before_flush`` and ``after_flush`` and
+    null on the other events. A tuple's values come back from its JSON-able form in the window
+    (:func:`~trending.windows.spl.keyed.plain_value`): timestamps to the millisecond, NaN as
+    null. Columns of other types (binary, arrays, maps, structs, intervals) have no exact JSON
+    form and are refused (:class:`SplRunnerError`): convert or drop them first.
+    """
+
+    def __init__(
+        self,
+        key: StructField,
+        columns: Sequence[StructField],
+        summaries: Mapping[str, Summarizer],
+        include_window: bool,
+    ) -> None:
+        if key.name in EVENT_FIELDS:
+            raise SplRunnerError(f"key {key.name!r}: the output has a column of that name")
+        self.key_column, self.include_window = key.name, include_window
+        self.key_value = _from_plain(key.dataType, key.name)
+        self.columns = [(f.name, _from_plain(f.dataType, f.name)) for f in columns]
+        self.summaries = [(name, *_summary_field(name, s)) for name, s in summaries.items()]
+        self.record = StructType([StructField(f.name, f.dataType, True) for f in columns])
+
+    def __call__(self, key: Any, event: WindowEvent, seq: int) -> Mapping[str, Any]:
+        content = self.include_window or event.kind not in WINDOW_EVENTS
+        row = {
+            self.key_column: self.key_value(key),
+            "event": event.kind.value,
+            "seq": seq,
+            "tuples": [self._tuple(record) for record in event.tuples] if content else None,
+            "time_ms": event.time_ms,
+        }
+        if self.summaries:
+            row["summary"] = self._summary(event.summary)
+        return row | {"size": len(event.tuples)}
+
+    def schema(self, key: StructField) -> StructType:
+        fields: dict[str, DataType] = {"tuples": ArrayType(self.record, True)}
+        if self.summaries:
+            summary = [StructField(name, kind, True) for name, kind, _ in self.summaries]
+            fields["summary"] = StructType(summary)
+        return _event_schema(key, fields)
+
+    def _tuple(self, record: Record) -> dict[str, Any]:
+        return {name: convert(record.get(name)) for name, convert in self.columns}
+
+    def _summary(self, summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if summary is None:
+            return None
+        return {name: convert(summary.get(name)) for name, _, convert in self.summaries}
+
+
+EVENT_FIELDS = ("event", "seq", "tuples", "time_ms", "summary", "size")
+"""The output columns after the key column, in order (``summary`` only where it is typed)."""
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _event_schema(key: StructField, types: Mapping[str, DataType]) -> StructType:
+    fields = [StructField(key.name, key.dataType, True)]
+    for name in EVENT_FIELDS:
+        if name in ("tuples", "summary"):
+            if name in types:
+                fields.append(StructField(name, types[name], True))
+        else:
+            fields.append(StructField(name, StringType() if name == "event" else LongType(), False))
+    return StructType(fields)
+
+
+def _nullable(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else convert(value)
+
+
+def _from_plain(kind: DataType, column: str) -> Callable[[Any], Any]:
+    """How a tuple's JSON-able value becomes a value of ``kind`` again (see
+    :class:`TypedEvents`); :class:`SplRunnerError` for a type without an exact JSON form."""
+    if isinstance(kind, NullType):
+        return lambda value: None
+    if isinstance(kind, BooleanType):
+        return _nullable(bool)
+    if isinstance(kind, IntegralType):
+        return _nullable(int)
+    if isinstance(kind, DecimalType):
+        return _nullable(lambda value: Decimal(str(value)))
+    if isinstance(kind, FractionalType):
+        return _nullable(float)
+    if isinstance(kind, StringType):
+        return _nullable(str)
+    if isinstance(kind, DateType):
+        return _nullable(lambda value: dt.date.fromisoformat(str(value)))
+    if isinstance(kind, TimestampType):
+        return _nullable(lambda ms: _EPOCH_UTC + dt.timedelta(milliseconds=int(ms)))
+    if isinstance(kind, TimestampNTZType):
+        return _nullable(lambda ms: _EPOCH + dt.timedelta(milliseconds=int(ms)))
+    raise SplRunnerError(
+        f"column {column!r}: a {kind.simpleString()} cannot go into a window's typed tuples; "
+        "drop it or convert it first (e.g. to a string with F.to_json)"
+    )
+
+
+def _summary_field(name: str, summarizer: Summarizer) -> tuple[DataType, Callable[[Any], Any]]:
+    """The type of a summary in ``summary`` and how its result becomes one."""
+    if isinstance(summarizer, Count):
+        return LongType(), _nullable(int)
+    if isinstance(summarizer, Sum | Min | Max | Mean):
+        return DoubleType(), _nullable(float)
+    if isinstance(summarizer, TopK):
+        return ArrayType(DoubleType(), True), _nullable(lambda top: [float(v) for v in top])
+    raise SplRunnerError(
+        f"summaries.{name}: a custom summarizer has no output type; use output='events' (JSON)"
+    )
 
 
 class SparkStore:
@@ -398,26 +595,42 @@ def _with_event_time(df: DataFrame, time_column: str | None, watermark: str | No
     return df.withWatermark(TIME_STAMP_COLUMN, watermark)
 
 
-def _output_schema(
-    key_field: StructField, output: str | EventMapper, schema: StructType | str | None
-) -> StructType | str:
+def _output(
+    spec: WindowSpec,
+    fields: Mapping[str, StructField],
+    key: str,
+    output: str | EventMapper,
+    schema: StructType | str | None,
+    include_window: bool,
+) -> tuple[StructType | str, RowMaker | None]:
+    """The output schema and the row maker of ``output`` (None for a user's function)."""
     if callable(output):
         if schema is None:
             raise SplRunnerError("output=fn needs output_schema (the rows fn returns)")
-        return schema
-    if output != "events":
-        raise SplRunnerError(f"output: must be 'events' or a function, got {output!r}")
-    return StructType(
-        [
-            StructField(key_field.name, key_field.dataType, True),
-            StructField("event", StringType(), False),
-            StructField("seq", LongType(), False),
-            StructField("tuples", StringType(), True),
-            StructField("time_ms", LongType(), False),
-            StructField("summary", StringType(), True),
-            StructField("size", LongType(), False),
-        ]
-    )
+        return schema, None
+    if output == "events":
+        json_rows = JsonEvents(key, include_window)
+        return json_rows.schema(fields[key]), json_rows
+    if output == "typed":
+        window = spec.window
+        summaries = window.summarizers if isinstance(window, TumblingWindow) else {}
+        typed = TypedEvents(fields[key], list(fields.values()), summaries, include_window)
+        return typed.schema(fields[key]), typed
+    raise SplRunnerError(f"output: must be 'events', 'typed' or a function, got {output!r}")
+
+
+def _with_millis(df: DataFrame, fields: Iterable[StructField]) -> tuple[DataFrame, dict[str, str]]:
+    """``df`` with each timestamp column's epoch ms beside it (Spark computes them; pandas
+    would hand the processor wall-clock times of the session's time zone), and where they are.
+    """
+    from pyspark.sql import functions as F
+
+    sources: dict[str, str] = {}
+    for number, field in enumerate(fields):
+        if isinstance(field.dataType, TimestampType):
+            sources[field.name] = f"{MS_PREFIX}{number}"
+            df = df.withColumn(sources[field.name], F.unix_millis(F.col(field.name)))
+    return df, sources
 
 
 def _names(columns: str | Sequence[str] | None) -> list[str]:
