@@ -28,23 +28,41 @@ key (its state holds no event) keeps no state and no timer.
 A CTI at the end of time closes the input for good: every row becomes final and every later
 event is late. Only the job's own control topic (``control_topic``) may send it; one on any other
 topic is ``DEAD`` with :data:`FOREIGN_END_OF_INPUT` and moves no watermark.
+
+Two layers: :func:`temporal_events` and :class:`KafkaRows` are the job's Kafka side (decoding,
+the records' origin on LATE and DEAD rows, PROGRESS rows for the driver); below them
+:func:`under_watermark` and :class:`TemporalProcessor` work on decoded columns, whatever they
+came from, with the output rows chosen by a :class:`TemporalRows`. :func:`decoded_events` and
+:class:`WindowRows` use those for any DataFrame of events
+(:func:`trending.library.temporal_window`): results only, as ``schemas/window_row.avsc`` has
+them; on a batch DataFrame a CTI at the end of time follows all rows.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal, Protocol
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
     StatefulProcessor,
     StatefulProcessorHandle,
     TimerValues,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    DoubleType,
+    IntegralType,
+    LongType,
+    StructField,
+    StructType,
+    TimestampType,
 )
 
 from connectors.kafka_settings import SchemaRegistryAccess
@@ -107,7 +125,7 @@ def temporal_events(
     )  # fmt: skip
     start_ms = F.unix_millis(record.getField("start"))
     end_ms = F.unix_millis(record.getField("end"))
-    sync = F.when(kind == F.lit(END_EDGE), end_ms).otherwise(start_ms)
+    sync = sync_time(kind, start_ms, end_ms)
     no_cti_time = (kind == F.lit(CTI)) & start_ms.isNull()
     closing = F.coalesce((kind == F.lit(CTI)) & (start_ms == F.lit(END_OF_TIME)), F.lit(False))
     from_control = F.col("topic") == F.lit(control_topic) if control_topic else F.lit(False)
@@ -138,28 +156,210 @@ def temporal_events(
     marked = events.withColumn(
         "mark_ms", F.when(F.col("kind") != F.lit(DEAD), F.col("sync_ms") + lateness)
     )
-    watched = marked.withColumn("sync_at", F.timestamp_millis("mark_ms")).withWatermark(
-        "sync_at", f"{lateness_ms} milliseconds"
-    )
-    # the keys see no watermark column: Spark would drop rows behind it before they are routed
-    return watched.select(*INPUT_COLUMNS)
+    return under_watermark(marked, f"{lateness_ms} milliseconds", INPUT_COLUMNS)
+
+
+def sync_time(kind: Column, start_ms: Column, end_ms: Column) -> Column:
+    """When an event starts changing the timeline: ``end`` for an end edge, else ``start``."""
+    return F.when(kind == F.lit(END_EDGE), end_ms).otherwise(start_ms)
+
+
+def under_watermark(events: DataFrame, delay: str, columns: Sequence[str]) -> DataFrame:
+    """``columns`` of ``events`` under Spark's watermark ``max(mark_ms) - delay``.
+
+    ``mark_ms`` (epoch ms; null leaves the watermark alone) is what a row tells the watermark.
+    The keys see no watermark column: Spark would drop rows behind it before the processor
+    could route them.
+    """
+    watched = events.withColumn("sync_at", F.timestamp_millis("mark_ms"))
+    return watched.withWatermark("sync_at", delay).select(*columns)
 
 
 def apply_temporal(events: DataFrame, query: TemporalQuery) -> DataFrame:
     """RESULT, LATE, DEAD and PROGRESS rows (:data:`OUTPUT_SCHEMA`) of :func:`temporal_events`."""
-    return events.groupBy("key").transformWithStateInPandas(
-        statefulProcessor=TemporalProcessor(query),
-        outputStructType=OUTPUT_SCHEMA,
+    return run_temporal(events, query, KafkaRows())
+
+
+def run_temporal(
+    events: DataFrame, query: TemporalQuery, rows: TemporalRows, group: str = "key"
+) -> DataFrame:
+    """``query`` per ``group`` over decoded ``events`` (kind, key, id, start_ms, end_ms, value,
+    sync_ms, mark_ms, reason and whatever ``rows`` needs); the rows ``rows`` makes."""
+    close = not events.isStreaming
+    if close:
+        events.sparkSession.streams  # noqa: B018 (a batch needs the state store coordinator)
+    return events.groupBy(group).transformWithStateInPandas(
+        statefulProcessor=TemporalProcessor(query, rows, close),
+        outputStructType=rows.schema,
         outputMode="Append",
         timeMode="EventTime",
     )
 
 
-class TemporalProcessor(StatefulProcessor):
-    """Runs each key's :class:`TemporalQuery` over its stored state (see the module doc)."""
+class TemporalRows(Protocol):
+    """What a :class:`TemporalProcessor` outputs: results, rejected input, progress."""
 
-    def __init__(self, query: TemporalQuery) -> None:
+    @property
+    def schema(self) -> Any:
+        """The output schema (DDL text or a ``StructType``)."""
+        ...
+
+    @property
+    def names(self) -> list[str]:
+        """The output column names, in order."""
+        ...
+
+    @property
+    def order(self) -> list[str]:
+        """How a key's input rows of a batch are sorted (after the sync time)."""
+        ...
+
+    def result(self, key: Any, row: Row) -> dict[str, Any]:
+        """The output of one final row of ``key``."""
+        ...
+
+    def rejected(self, kind: int, record: dict[str, Any], reason: str) -> list[dict[str, Any]]:
+        """The output of an input row that is ``LATE`` or ``DEAD``."""
+        ...
+
+    def progress(self, frame: pd.DataFrame) -> list[dict[str, Any]]:
+        """The output that tells the driver about a key's input rows of a batch."""
+        ...
+
+
+class KafkaRows:
+    """The job's rows (:data:`OUTPUT_SCHEMA`): RESULT, and LATE and DEAD with the record's
+    origin, and a PROGRESS row per key and batch (the newest mark, the rows' count)."""
+
+    def __init__(self) -> None:
+        self.schema = OUTPUT_SCHEMA
+        self.names = [part.strip().split(" ")[0].strip("`") for part in OUTPUT_SCHEMA.split(", ")]
+        self.order = ["partition", "offset"]  # the sync time puts a start edge before its end
+
+    def result(self, key: Any, row: Row) -> dict[str, Any]:
+        return _result(key, row)
+
+    def rejected(self, kind: int, record: dict[str, Any], reason: str) -> list[dict[str, Any]]:
+        return [_side(kind, record, reason)]
+
+    def progress(self, frame: pd.DataFrame) -> list[dict[str, Any]]:
+        marks = frame["mark_ms"].dropna()
+        mark = int(marks.max()) if len(marks) else None
+        return [{"kind": PROGRESS, "sync_ms": mark, "events": len(frame)}]
+
+
+EVENT_KINDS = {"INTERVAL": INTERVAL, "POINT": INTERVAL, "START_EDGE": START_EDGE,
+               "END_EDGE": END_EDGE}  # fmt: skip
+"""The kinds :func:`decoded_events` reads; a ``POINT`` at ``t`` is the interval ``[t, t + 1)``."""
+EVENT_COLUMNS = ("kind", "key", "id", "start_ms", "end_ms", "value", "sync_ms", "mark_ms", "reason")
+Invalid = Literal["fail", "drop"]
+
+
+class TemporalColumnsError(ValueError):
+    """A DataFrame whose columns cannot be read as temporal events (the message says which)."""
+
+
+def decoded_events(
+    df: DataFrame,
+    key: str,
+    start: str,
+    end: str | None,
+    kind: str | None,
+    id: str | None,
+    value: str | None,
+    watermark: str,
+) -> DataFrame:
+    """The events of any DataFrame as :data:`EVENT_COLUMNS`, under Spark's watermark
+    ``max(sync time) - watermark``.
+
+    ``kind`` names a column of :data:`EVENT_KINDS` (any case); without it a row with an
+    ``end`` is an ``INTERVAL`` and one without a ``POINT``. Times are timestamps or epoch ms.
+    A row of another kind is ``DEAD`` and moves no watermark.
+    """
+    start_ms = _millis(df, start)
+    end_ms = _millis(df, end) if end else F.lit(None).cast("long")
+    point, interval = F.lit("POINT"), F.lit("INTERVAL")
+    name = F.upper(F.col(kind)) if kind else F.when(end_ms.isNull(), point).otherwise(interval)
+    code = F.coalesce(*(F.when(name == F.lit(n), F.lit(c)) for n, c in EVENT_KINDS.items()))
+    reason = F.when(
+        code.isNull(), F.concat(F.lit("unknown kind "), F.coalesce(name, F.lit("null")))
+    )
+    events = df.select(
+        F.when(reason.isNotNull(), F.lit(DEAD)).otherwise(code).alias("kind"),
+        F.col(key).alias("key"),
+        (F.col(id).cast("string") if id else F.lit(None).cast("string")).alias("id"),
+        start_ms.alias("start_ms"),
+        F.when(name == point, start_ms + 1).otherwise(end_ms).alias("end_ms"),
+        (F.col(value).cast("double") if value else F.lit(None).cast("double")).alias("value"),
+        reason.alias("reason"),
+    )
+    sync = sync_time(F.col("kind"), F.col("start_ms"), F.col("end_ms"))
+    marked = events.withColumn("sync_ms", sync).withColumn(
+        "mark_ms", F.when(F.col("kind") != F.lit(DEAD), F.col("sync_ms"))
+    )
+    return under_watermark(marked, watermark, EVENT_COLUMNS)
+
+
+def _millis(df: DataFrame, column: str) -> Column:
+    kind = df.schema[column].dataType
+    if isinstance(kind, TimestampType):
+        return F.unix_millis(F.col(column))
+    if isinstance(kind, IntegralType):
+        return F.col(column).cast("long")
+    raise TemporalColumnsError(
+        f"column {column!r}: a time must be a timestamp or epoch milliseconds (an integer), "
+        f"not a {kind.simpleString()}"
+    )
+
+
+class WindowRows:
+    """Results only, with the fields of ``schemas/window_row.avsc``: the key (its own type),
+    ``start_ms``, ``end_ms`` (null: the end of time), ``value`` (null for top_k) and
+    ``values`` (top_k's, largest first; else empty). A LATE row is dropped, as Spark drops
+    rows behind its watermark; a DEAD one raises :class:`TemporalInputError`
+    (``invalid="fail"``) or is dropped (``"drop"``)."""
+
+    def __init__(self, key_type: DataType, invalid: Invalid = "fail") -> None:
+        self.schema = StructType(
+            [
+                StructField("key", key_type, True),
+                StructField("start_ms", LongType(), False),
+                StructField("end_ms", LongType(), True),
+                StructField("value", DoubleType(), True),
+                StructField("values", ArrayType(DoubleType(), False), False),
+            ]
+        )
+        self.names = self.schema.fieldNames()
+        self.order = ["kind", "start_ms", "end_ms", "id", "value"]
+        self.invalid = invalid
+
+    def result(self, key: Any, row: Row) -> dict[str, Any]:
+        out = _result(key, row)
+        return {name: out[name] for name in self.names}
+
+    def rejected(self, kind: int, record: dict[str, Any], reason: str) -> list[dict[str, Any]]:
+        if kind == DEAD and self.invalid == "fail":
+            shown = {name: record[name] for name in ("id", "start_ms", "end_ms", "value")}
+            raise TemporalInputError(
+                f"key {record['key']!r}: {reason}; the event: {shown} (invalid='drop' drops "
+                "such events)"
+            )
+        return []
+
+    def progress(self, frame: pd.DataFrame) -> list[dict[str, Any]]:
+        return []
+
+
+class TemporalProcessor(StatefulProcessor):
+    """Runs each key's :class:`TemporalQuery` over its stored state (see the module doc);
+    ``close``: the input is a batch, all there is, so a CTI at the end of time follows it."""
+
+    def __init__(
+        self, query: TemporalQuery, rows: TemporalRows | None = None, close: bool = False
+    ) -> None:
         self.query = query
+        self.rows: TemporalRows = rows or KafkaRows()
+        self.close_input = close
         self.fired: int | None = None  # the timer being handled
 
     def init(self, handle: StatefulProcessorHandle) -> None:
@@ -176,18 +376,16 @@ class TemporalProcessor(StatefulProcessor):
         cti = _cti(timerValues.getCurrentWatermarkInMs())
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        order = ["sync_ms", "partition", "offset"]  # a start edge before its end edge
+        order = ["sync_ms", *self.rows.order]
         frame = frame.sort_values(order, kind="stable", ignore_index=True, na_position="first")
         logic = self._logic()
-        marks = frame["mark_ms"].dropna()
-        out: list[dict[str, Any]] = [
-            {"kind": PROGRESS, "sync_ms": int(marks.max()) if len(marks) else None,
-             "events": len(frame)}
-        ]  # fmt: skip
+        out = self.rows.progress(frame)
         if cti is not None:  # first the CTI, so that input behind it shows as a violation
-            out.extend(_result(key[0], row) for row in logic.advance(cti))
+            out.extend(self.rows.result(key[0], row) for row in logic.advance(cti))
         for record in frame.to_dict("records"):
             out.extend(self._insert(logic, record, cti))
+        if self.close_input:
+            cti = END_OF_TIME
         yield from self._finish(key[0], logic, cti, out)
 
     def handleExpiredTimer(  # noqa: N802
@@ -217,22 +415,23 @@ class TemporalProcessor(StatefulProcessor):
         if kind == CTI:
             return []
         if kind == DEAD:
-            return [_side(DEAD, record, str(record["reason"]))]
+            return self.rows.rejected(DEAD, record, str(record["reason"]))
         sync = _int(record["sync_ms"])
         adjust = self.query.violation is ViolationPolicy.ADJUST
         if cti is not None and sync is not None and sync < cti and not adjust:
-            return [_side(LATE, record, f"late: sync time {sync} is behind the watermark {cti}")]
+            reason = f"late: sync time {sync} is behind the watermark {cti}"
+            return self.rows.rejected(LATE, record, reason)
         try:
             logic.insert(_item(kind, record))
         except (TemporalInputError, CtiViolation) as error:
-            return [_side(DEAD, record, str(error))]
+            return self.rows.rejected(DEAD, record, str(error))
         return []
 
     def _finish(
         self, key: str | None, logic: TemporalLogic, cti: int | None, out: list[dict[str, Any]]
     ) -> Iterator[pd.DataFrame]:
         if cti is not None:
-            out.extend(_result(key, row) for row in logic.advance(cti))
+            out.extend(self.rows.result(key, row) for row in logic.advance(cti))
         for timer in list(self.handle.listTimers()):
             if timer != self.fired:
                 self.handle.deleteTimer(timer)
@@ -243,11 +442,8 @@ class TemporalProcessor(StatefulProcessor):
             self.stored.update((json.dumps(logic.state.to_json(), separators=(",", ":")),))
             self.handle.registerTimer(max(cti or 0, 0) + 1)
         if out:
-            yield pd.DataFrame([_EMPTY | row for row in out], columns=_OUTPUT_NAMES)
-
-
-_OUTPUT_NAMES = [part.strip().split(" ")[0].strip("`") for part in OUTPUT_SCHEMA.split(", ")]
-_EMPTY: dict[str, Any] = dict.fromkeys(_OUTPUT_NAMES)  # a missing value is null, not NaN
+            empty = dict.fromkeys(self.rows.names)  # a missing value is null, not NaN
+            yield pd.DataFrame([empty | row for row in out], columns=self.rows.names)
 
 
 def _cti(watermark_ms: int) -> int | None:
