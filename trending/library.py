@@ -1,0 +1,170 @@
+"""The project's windows as DataFrame functions: ``DataFrame -> DataFrame``, for any PySpark job.
+
+::
+
+    from trending import spl_window, temporal_window
+
+    triggers = readings.transform(spl_window, {"kind": "sliding", "evict": {"count": 4}},
+                                  key="sensor", order_by="seq", kinds=["trigger"],
+                                  include_window=True)
+    counts = events.transform(temporal_window, {"kind": "tumbling", "duration": "10s",
+                                                "aggregate": "count"},
+                              key="user", start="ts", watermark="5 seconds")
+
+Both run one window per key inside Spark's ``transformWithStateInPandas``, on a streaming
+DataFrame (state in the query's checkpoint, so a restarted query goes on where it stopped) or
+on a batch one (one pass over all rows). They need no session built by this project; a
+streaming query needs the RocksDB state store provider, which they check:
+
+* ``spark.sql.streaming.stateStore.providerClass`` =
+  ``org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider``
+  (:func:`configure_spark` sets it, and no-data micro-batches, on a running session);
+* ``spark.sql.streaming.noDataMicroBatches.enabled`` left at its default, true, for windows
+  that close on time (timers fire in the micro-batches Spark runs without new rows);
+* ``spark.sql.shuffle.partitions`` is how many state stores a query keeps, each opened every
+  micro-batch: Spark's default of 200 costs seconds per batch on a laptop; set it to about the
+  number of cores before the first run of a checkpoint (which keeps it).
+
+Formulas, schemas and examples: ``docs/library.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from trending.spark.spl_runner import SplRunnerError, apply_window, check_spark, configure_spark
+from trending.spark.temporal_steps import (
+    Invalid,
+    TemporalColumnsError,
+    WindowRows,
+    decoded_events,
+    run_temporal,
+)
+from trending.windows.spl.keyed import TimeMode
+from trending.windows.spl.spec import WindowSpec
+from trending.windows.temporal import TemporalQuery
+from trending.windows.temporal.spec import parse_temporal_spec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "SplRunnerError",
+    "TemporalColumnsError",
+    "configure_spark",
+    "spl_window",
+    "temporal_window",
+]
+WINDOW_ROW_FIELDS = ("start", "end", "value", "values")
+"""The output columns of :func:`temporal_window` after the key (``schemas/window_row.avsc``)."""
+
+
+def spl_window(
+    df: DataFrame,
+    spec: Mapping[str, Any] | WindowSpec,
+    *,
+    key: str | None = None,
+    order_by: str | Sequence[str] | None = None,
+    time_mode: TimeMode = "none",
+    time_column: str | None = None,
+    watermark: str | None = None,
+    include_window: bool = False,
+    kinds: Iterable[str] | None = None,
+) -> DataFrame:
+    """The events of the SPL window ``spec`` (:mod:`trending.windows.spl.spec`), per ``key``.
+
+    One output row per window event, typed (:class:`~trending.spark.spl_runner.TypedEvents`):
+    the key column (its own name and type), ``event`` (``before_insert``, ``trigger``,
+    ``before_flush``, ...), ``seq`` (the key's event number from 0, across batches and
+    restarts), ``tuples`` (``array<struct<...>>`` of ``df``'s own columns: the tuple going in
+    or out, or the window content), ``time_ms`` (the window clock), ``summary`` (a struct of
+    the spec's summaries, only for a tumbling window that has some) and ``size``.
+
+    ``key`` defaults to the spec's ``partition_by``; ``order_by`` sorts a key's rows of a
+    micro-batch (Spark hands them in any order). ``time_mode``: ``"none"`` (count and delta
+    policies), ``"processing"`` (the clock is processing time), or ``"event"`` with
+    ``time_column`` (timestamp or epoch ms) and ``watermark`` (Spark's delay, e.g.
+    ``"10 seconds"``): a window's time policy fires once Spark's watermark passes it, and rows
+    behind the watermark are dropped by Spark. ``include_window`` fills ``tuples`` of
+    ``trigger`` and ``initial_full`` with the window; ``kinds`` keeps only those events.
+    A batch ``df`` runs once over all its rows: no timer fires, so time policies act only when
+    a later row of the key moves the clock.
+    """
+    return apply_window(
+        df,
+        spec,
+        key=key,
+        time_column=time_column,
+        time_mode=time_mode,
+        output="typed",
+        order_by=order_by,
+        watermark=watermark,
+        kinds=kinds,
+        include_window=include_window,
+    )
+
+
+def temporal_window(
+    df: DataFrame,
+    query: Mapping[str, Any] | TemporalQuery,
+    *,
+    key: str = "key",
+    start: str = "start",
+    end: str | None = None,
+    kind_column: str | None = None,
+    id_column: str | None = None,
+    value_column: str | None = None,
+    watermark: str = "0 seconds",
+    invalid: Invalid = "fail",
+) -> DataFrame:
+    """The rows of the StreamInsight temporal ``query`` (:mod:`trending.windows.temporal.spec`)
+    per ``key``, over events in ``df``, with Spark's watermark as the CTI.
+
+    Events: ``start`` and ``end`` (timestamps or epoch ms) give an event's lifetime
+    ``[start, end)``; without ``kind_column`` a row with an end is an interval, one without (or
+    with no ``end`` column) a point ``[start, start + 1 ms)``. ``kind_column`` holds
+    ``INTERVAL``, ``POINT``, ``START_EDGE`` (open until the ``END_EDGE`` with its ``id_column``,
+    whose ``end`` closes it) or ``END_EDGE``. ``value_column`` (cast to double) is what the
+    aggregate reads. An event's sync time is its ``end`` for an end edge, else its ``start``.
+
+    The CTI of every key is Spark's watermark ``W = max sync time seen - watermark`` (as Spark
+    computes it between micro-batches): rows a CTI makes final come out once ``W`` passes them.
+    An event whose sync time is behind ``W`` when it arrives is dropped (the query's
+    ``"violation": "adjust"`` moves it up to ``W`` instead). An event the query cannot take (a
+    kind not above, a missing time, an end edge without its start edge) fails the query with
+    its reason (``invalid="fail"``) or is dropped (``invalid="drop"``). A batch ``df`` is all
+    the input there is: every row becomes final (a CTI at the end of time follows it).
+
+    Output, the fields of ``schemas/window_row.avsc``: the key column (its own name and type),
+    ``start`` and ``end`` (timestamps; ``end`` null when the row holds until the end of time),
+    ``value`` (double; null for ``top_k``) and ``values`` (``top_k``'s values, largest first;
+    else empty).
+    """
+    parsed = query if isinstance(query, TemporalQuery) else parse_temporal_spec(dict(query))
+    columns = [key, start, end, kind_column, id_column, value_column]
+    fields = {f.name: f for f in df.schema.fields}
+    for column in [c for c in columns if c is not None]:
+        if column not in fields:
+            raise TemporalColumnsError(f"no column {column!r} in the DataFrame: {sorted(fields)}")
+    if key in WINDOW_ROW_FIELDS:
+        raise TemporalColumnsError(f"key {key!r}: the output has a column of that name")
+    if invalid not in ("fail", "drop"):
+        raise TemporalColumnsError(f"invalid: must be 'fail' or 'drop', got {invalid!r}")
+    if df.isStreaming:
+        check_spark(df.sparkSession, "event")
+    events = decoded_events(df, key, start, end, kind_column, id_column, value_column, watermark)
+    rows = run_temporal(events, parsed, WindowRows(fields[key].dataType, invalid))
+    return _window_rows(rows, key)
+
+
+def _window_rows(rows: DataFrame, key: str) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return rows.select(
+        F.col("key").alias(key),
+        F.timestamp_millis("start_ms").alias("start"),
+        F.timestamp_millis("end_ms").alias("end"),
+        "value",
+        "values",
+    )
