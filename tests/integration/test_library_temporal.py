@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.plain_session import plain_session
 from tests.support.queries import poll_until
 
 pytestmark = pytest.mark.integration
@@ -47,19 +48,7 @@ OutRow = tuple[str, int, int | None, float | None, tuple[float, ...]]
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("tests-library-temporal")
-        .config(PROVIDER_CONF, ROCKSDB)
-        .config("spark.sql.shuffle.partitions", "1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    yield from plain_session("tests-library-temporal")
 
 
 # ---- input ------------------------------------------------------------------------------------
