@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = [
+    "TOPK_SCHEMA",
+    "SlidingTopK",
     "SplRunnerError",
     "TemporalColumnsError",
+    "TopKBatches",
+    "TopKError",
     "configure_spark",
     "spl_window",
     "temporal_window",
@@ -23,8 +27,12 @@ __all__ = [
 
 if TYPE_CHECKING:
     from trending.library import (
+        TOPK_SCHEMA,
+        SlidingTopK,
         SplRunnerError,
         TemporalColumnsError,
+        TopKBatches,
+        TopKError,
         configure_spark,
         spl_window,
         temporal_window,

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trending.spark.sliding_topk import TOPK_SCHEMA, SlidingTopK, TopKBatches, TopKError
 from trending.spark.spl_runner import SplRunnerError, apply_window, check_spark, configure_spark
 from trending.spark.temporal_steps import (
     Invalid,
@@ -50,8 +51,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = [
+    "TOPK_SCHEMA",
+    "SlidingTopK",
     "SplRunnerError",
     "TemporalColumnsError",
+    "TopKBatches",
+    "TopKError",
     "configure_spark",
     "spl_window",
     "temporal_window",

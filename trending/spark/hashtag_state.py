@@ -161,11 +161,15 @@ def _last_end(event_ms: Column, windows: SlidingWindows) -> Column:
 class HashtagState:
     """The stateful step (``trending.state.HashtagState`` in the JVM) and its batch figures."""
 
-    def __init__(self, spark: SparkSession, windows: SlidingWindows, job: str) -> None:
+    def __init__(
+        self, spark: SparkSession, windows: SlidingWindows, job: str, keys_from_text: bool = True
+    ) -> None:
+        """``keys_from_text``: a record's keys are the hashtags of its ``text`` (the job);
+        false: ``text`` is the record's one key (:mod:`trending.spark.sliding_topk`)."""
         jvm: Any = spark.sparkContext._jvm
         self.job = job
         self._java: JavaObject = getattr(jvm, STATE_CLASS)(
-            windows.size_ms, windows.hop_ms, windows.align_ms, job
+            windows.size_ms, windows.hop_ms, windows.align_ms, job, keys_from_text
         )
 
     def apply(self, records: DataFrame) -> DataFrame:

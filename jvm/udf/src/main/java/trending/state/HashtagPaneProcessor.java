@@ -15,7 +15,10 @@ import org.apache.spark.sql.streaming.TTLConfig;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.streaming.TimerValues;
 import org.apache.spark.sql.streaming.ValueState;
+import org.apache.spark.util.AccumulatorV2;
 import org.apache.spark.util.LongAccumulator;
+import org.apache.spark.TaskContext;
+import org.apache.spark.util.TaskCompletionListener;
 import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -63,12 +66,17 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
   private final SlidingGeometry geometry;
   private final String job;
   private final LongAccumulator tweets;
-  private final MaxAccumulator maxEventMs;
+  private final AccumulatorV2<Long, ?> maxEventMs;
   private transient ValueState<byte[]> buckets;
+  private transient long taskMaxEventMs; // the task's newest event time, added once at its end
+  private transient boolean maxPending;
   private transient boolean timers; // false in a batch query (the warm-up): no event time there
 
   public HashtagPaneProcessor(
-      SlidingGeometry geometry, String job, LongAccumulator tweets, MaxAccumulator maxEventMs) {
+      SlidingGeometry geometry,
+      String job,
+      LongAccumulator tweets,
+      AccumulatorV2<Long, ?> maxEventMs) {
     this.geometry = geometry;
     this.job = job;
     this.tweets = tweets;
@@ -124,7 +132,7 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
       }
     }
     tweets.add(counted);
-    maxEventMs.addLong(max);
+    addEventMs(max);
   }
 
   private void countBucket(Iterator<Row> rows, BatchParams params, List<Row> out) {
@@ -149,11 +157,41 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
       max = Math.max(max, row.getLong(MAX_EVENT_MS));
     }
     tweets.add(counted);
-    maxEventMs.addLong(max);
+    addEventMs(max);
     for (Map.Entry<String, TreeSet<Long>> tag : changed.entrySet()) {
       windowCounts(tag.getKey(), state.tags.get(tag.getKey()), tag.getValue(), params, out);
     }
     save(state);
+  }
+
+  /**
+   * Keeps the task's newest event time and adds it to {@link #maxEventMs} once, when the task
+   * completes (before Spark collects the task's accumulators): one value per task whatever the
+   * accumulator, so a {@code CollectionAccumulator} of Spark's own serves as well as a
+   * {@link MaxAccumulator}.
+   */
+  private void addEventMs(long eventMs) {
+    if (eventMs == Long.MIN_VALUE) {
+      return;
+    }
+    if (!maxPending) {
+      maxPending = true;
+      taskMaxEventMs = eventMs;
+      TaskContext task = TaskContext.get();
+      if (task == null) {
+        maxEventMs.add(eventMs);
+        maxPending = false;
+        return;
+      }
+      task.addTaskCompletionListener(
+          (TaskCompletionListener)
+              context -> {
+                maxEventMs.add(taskMaxEventMs);
+                maxPending = false;
+              });
+    } else if (eventMs > taskMaxEventMs) {
+      taskMaxEventMs = eventMs;
+    }
   }
 
   /** Writes (or deletes) the bucket's row; arms a timer when none is pending. */

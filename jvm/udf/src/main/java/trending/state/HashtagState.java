@@ -10,6 +10,7 @@ import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.AccumulatorV2;
 import org.apache.spark.util.LongAccumulator;
 
 /**
@@ -33,18 +34,34 @@ public final class HashtagState {
           .add("headers", PaneCombiner.HEADERS, true);
 
   private final LongAccumulator tweets;
-  private final MaxAccumulator maxEventMs;
+  private final AccumulatorV2<Long, ?> maxEventMs;
   private final HashtagPaneProcessor processor;
   private final PaneCombiner combiner;
 
+  /** The hashtags job's step: the keys of a record are the hashtags of its {@code text}. */
   public HashtagState(long sizeMs, long hopMs, long alignMs, String job) {
+    this(sizeMs, hopMs, alignMs, job, true);
+  }
+
+  /**
+   * {@code keysFromText}: see {@link PaneCombiner#PaneCombiner}; false: the {@code text} column
+   * holds each record's one key, and the accumulators are Spark's own classes only, because the
+   * driver deserializes task results with the class loader it started with, which does not see
+   * this jar when it was added to a running session ({@code ADD JAR}).
+   */
+  public HashtagState(long sizeMs, long hopMs, long alignMs, String job, boolean keysFromText) {
     SparkContext context = SparkContext.getOrCreate();
     tweets = context.longAccumulator("trending-tweets-" + job);
-    maxEventMs = new MaxAccumulator();
-    context.register(maxEventMs, "trending-max-event-" + job);
+    if (keysFromText) {
+      MaxAccumulator max = new MaxAccumulator();
+      context.register(max, "trending-max-event-" + job);
+      maxEventMs = max;
+    } else {
+      maxEventMs = context.collectionAccumulator("trending-max-event-" + job);
+    }
     SlidingGeometry geometry = new SlidingGeometry(sizeMs, hopMs, alignMs);
     processor = new HashtagPaneProcessor(geometry, job, tweets, maxEventMs);
-    combiner = new PaneCombiner(geometry);
+    combiner = new PaneCombiner(geometry, keysFromText);
   }
 
   /** On-time tweets counted since {@link #resetFigures}. */
@@ -54,7 +71,15 @@ public final class HashtagState {
 
   /** Newest on-time event time since {@link #resetFigures}, {@code Long.MIN_VALUE} if none. */
   public long newestEventMs() {
-    return maxEventMs.value();
+    Object value = maxEventMs.value();
+    if (value instanceof Long max) {
+      return max;
+    }
+    long max = Long.MIN_VALUE;
+    for (Object each : (java.util.List<?>) value) {
+      max = Math.max(max, (Long) each);
+    }
+    return max;
   }
 
   /** Clears the batch figures; call before running a batch. */

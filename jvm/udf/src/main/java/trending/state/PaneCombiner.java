@@ -63,10 +63,19 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
   /** Rows without a hashtag go under keys -1 .. -SPREAD, spread over tasks. */
   private static final int SPREAD = 1024;
 
-  private final SlidingGeometry geometry;
+  private static final String[] NO_KEYS = {};
 
-  public PaneCombiner(SlidingGeometry geometry) {
+  private final SlidingGeometry geometry;
+  private final boolean keysFromText;
+
+  /**
+   * {@code keysFromText}: the {@code text} column is a tweet's text, whose distinct hashtag keys
+   * are counted (the hashtags job); else it is the key itself, one per record, {@code null} for
+   * none (the library's sliding top-k over any key column).
+   */
+  public PaneCombiner(SlidingGeometry geometry, boolean keysFromText) {
     this.geometry = geometry;
+    this.keysFromText = keysFromText;
   }
 
   /**
@@ -234,7 +243,9 @@ public final class PaneCombiner implements MapPartitionsFunction<Row, Row> {
       }
       long eventMs = record.getLong(1);
       long pane = geometry.paneStart(eventMs);
-      String[] keys = Hashtags.keys(record.isNullAt(2) ? null : record.getString(2));
+      String text = record.isNullAt(2) ? null : record.getString(2);
+      String[] keys =
+          keysFromText ? Hashtags.keys(text) : text == null ? NO_KEYS : new String[] {text};
       if (keys.length == 0) {
         tallies.add(null, pane, eventMs, true);
       }

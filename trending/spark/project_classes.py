@@ -1,0 +1,45 @@
+"""The project's JVM classes on a running session that was started without them.
+
+A session built by :func:`trending.spark.session.build_session`, or by ``spark-submit`` with
+``trending spark-args``, has ``trending-udf.jar`` on its class path. A user's own
+``SparkSession.builder.getOrCreate()`` has not: :func:`use_project_classes` adds the jar of the
+installed package to the running session (Spark's ``ADD JAR``: the driver's session class loader
+and, through ``SparkContext.addJar``, every executor's), and makes that class loader the context
+class loader of the JVM thread serving the calling Python thread, which is where py4j and
+Spark's ``registerJavaFunction`` look classes up. Each Python thread that touches the classes
+(e.g. a ``foreachBatch`` function, which runs on a thread of its own) calls it first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from trending.errors import UserError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PROBE = "trending.state.HashtagState"  # a class of trending-udf.jar
+
+
+def use_project_classes(spark: SparkSession) -> None:
+    """Make the classes of ``trending-udf.jar`` reachable from this thread and the executors."""
+    jvm: Any = getattr(spark.sparkContext, "_jvm", None)
+    if jvm is None:
+        raise UserError("the trending functions need a classic Spark session, not Spark Connect")
+    if jvm.org.apache.spark.util.Utils.classIsLoadable(PROBE):
+        return  # on the class path (spark.jars, --jars) or already this thread's
+    loader = spark._jsparkSession.sharedState().jarClassLoader()
+    if not _loads(jvm, loader):
+        from trending.spark.deps import project_jar
+
+        spark._jsparkSession.sessionState().resourceLoader().addJar(str(project_jar()))
+    jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)
+
+
+def _loads(jvm: Any, loader: Any) -> bool:
+    try:
+        jvm.java.lang.Class.forName(PROBE, False, loader)
+    except Exception:  # py4j's Py4JJavaError around ClassNotFoundException
+        return False
+    return True
