@@ -19,6 +19,8 @@ import datetime as dt
 import json
 import os
 import random
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -247,3 +249,27 @@ def test_settings_and_columns_are_checked_at_once(spark: Any) -> None:
         df.transform(SlidingTopK(size="1m", hop="1m"), key="tag", time="ts")
     with pytest.raises(TopKError, match="no column 'nope'"):
         df.transform(SlidingTopK(size="1m", hop="1m"), key="nope", time="ts")
+
+
+def test_the_example_runs_on_a_plain_session() -> None:
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(root / "examples" / "library_sliding_topk.py"), "--finals", "3"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    # the batch: 10-second windows every 5 seconds, top 2 (count desc, then page asc)
+    assert lines[:4] == [
+        "batch: [23:59:55, 00:00:05) final: home 2, blog 1",
+        "batch: [00:00:00, 00:00:10) final: docs 3, home 3",
+        "batch: [00:00:05, 00:00:15) final: blog 2, docs 2",
+        "batch: [00:00:10, 00:00:20) final: blog 2, home 1",
+    ]
+    # a whole 4-second window of 20 clicks a second: a 40, b 20 and c 20 (b before c)
+    assert any(line.endswith(" final: a 40, b 20") for line in lines[4:])
+    assert any(" revision 1: " in line for line in lines[4:])
