@@ -9,7 +9,7 @@ UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/buil
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all env jars wheel test test-chaos test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core soak broker clean check-tools check-test-tools
+.PHONY: all env jars wheel test test-chaos test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core soak broker clean check-tools check-test-tools docs docs-serve
 
 all: env jars
 
@@ -102,6 +102,18 @@ bench-hashtags: env jars
 
 soak: env jars
 	$(BIN)/python bench/soak_bench.py
+
+# The documentation site (mkdocs.yml, docs/): built --strict into build/site, or served with live
+# reload on http://127.0.0.1:8000. The packages come with the package's docs extra.
+docs: $(VENV)/.installed
+	@$(BIN)/python -c 'import mkdocs, material, mkdocstrings_handlers.python' 2>/dev/null \
+	  || PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
+
+docs-serve: $(VENV)/.installed
+	@$(BIN)/python -c 'import mkdocs, material, mkdocstrings_handlers.python' 2>/dev/null \
+	  || PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 clean:
 	rm -rf build $(VENV) checkpoints data .pytest_cache .mypy_cache .ruff_cache
