@@ -106,10 +106,10 @@ def oracle_finals(
     align: int = 0,
     k: int = TOP,
 ) -> dict[Window, tuple[tuple[str, int], ...]]:
-    """Brute force from the README's rule, none of the job's window or top-k code: a tweet at
-    ``t`` counts once per distinct hashtag key in every window ``[align + n*hop, ... + size)``
-    holding ``t``; every window with end <= ``closed_below`` (the watermark) is final, its top
-    ``k`` by count desc, then hashtag asc."""
+    """Brute force from the rule of docs/jobs/hashtags.md, none of the job's window or top-k code:
+    a tweet at ``t`` counts once per distinct hashtag key in every window
+    ``[align + n*hop, ... + size)`` holding ``t``; every window with end <= ``closed_below`` (the
+    watermark) is final, its top ``k`` by count desc, then hashtag asc."""
     counts: dict[tuple[int, int], Counter[str]] = {}
     for tweet in tweets:
         keys = set(hashtag_keys(tweet["text"]))

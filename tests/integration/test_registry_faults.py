@@ -1,10 +1,10 @@
 """A schema registry that fails, and writer schemas no value should be read with.
 
-The rule (README, "Values are Avro"): the registry's "not found" (HTTP 404, error code 40403) is
-an answer about a value's id: the value is a dead letter, and the id is asked for once per
-executor JVM and ``spark.trending.registry.missingIdTtl``. Anything else (no connection, a
-timeout, a 5xx, a 401, a 404 that is not the registry's) is the registry failing: no value is a
-dead letter for it; the task waits for the registry (``spark.trending.registry.maxWait``), then
+The rule (docs/configuration.md, "Values are Avro"): the registry's "not found" (HTTP 404, error
+code 40403) is an answer about a value's id: the value is a dead letter, and the id is asked for
+once per executor JVM and ``spark.trending.registry.missingIdTtl``. Anything else (no connection, a
+timeout, a 5xx, a 401, a 404 that is not the registry's) is the registry failing: no value is a dead
+letter for it; the task waits for the registry (``spark.trending.registry.maxWait``), then
 fails, and Spark runs it again. A writer schema that is recursive, nests too deep, expands to too
 many types or has arrays of items that take no bytes makes its values dead letters, and the
 other values go on.

@@ -1,13 +1,14 @@
-"""Late tweets and dead letters of the hashtags job, record by record, against the README.
+"""Late tweets and dead letters of the hashtags job, record by record, against
+docs/jobs/hashtags.md.
 
-One job on a real broker and Spark, run twice on one checkpoint: the first run sets the
-watermark; the second reads, in one micro-batch judged by that watermark, tweets whose windows
-are all final (one of them ending exactly at the watermark), tweets whose windows are partly
-final, a tweet on a window's end, malformed records and a tweet from a bad clock, spread over two
-partitions with their own keys, headers and Kafka timestamps. Each test checks one promise of
-the README's "Semantics of trending run hashtags" and "Metrics" on what the second run
-published; the expectations come from the rule (:func:`tests.support.hashtags.rule_outcome`)
-and from the records as the producer's delivery reports and the input topic tell them.
+One job on a real broker and Spark, run twice on one checkpoint: the first run sets the watermark;
+the second reads, in one micro-batch judged by that watermark, tweets whose windows are all final
+(one of them ending exactly at the watermark), tweets whose windows are partly final, a tweet on a
+window's end, malformed records and a tweet from a bad clock, spread over two partitions with their
+own keys, headers and Kafka timestamps. Each test checks one promise of docs/jobs/hashtags.md,
+"Semantics of trending run hashtags", and docs/metrics.md on what the second run published; the
+expectations come from the rule (:func:`tests.support.hashtags.rule_outcome`) and from the records
+as the producer's delivery reports and the input topic tell them.
 
 Windows: 70 s every 30 s (the hop does not divide the size) aligned at 7 s, lateness 5 s. Times
 below are relative to ``B``, a window start: windows ``[30j, 30j + 70)`` s.
@@ -242,9 +243,9 @@ def test_the_records_read_back_are_those_produced(outcome: Outcome) -> None:
 def test_dead_letters_carry_the_produced_records_topic_partition_offset_key_value_timestamp_headers(
     outcome: Outcome,
 ) -> None:
-    """README: a record that does not decode (or comes from a bad clock) goes to the dead-letter
-    topic as a DeadLetter with its source topic, partition, offset, Kafka timestamp, headers,
-    key and value bytes, and a reason."""
+    """docs/jobs/hashtags.md: a record that does not decode (or comes from a bad clock) goes to the
+    dead-letter topic as a DeadLetter with its source topic, partition, offset, Kafka timestamp,
+    headers, key and value bytes, and a reason."""
     got = [
         (d["topic"], d["partition"], d["offset"], d["key"], d["value"], d["timestamp"],
          [(h["key"], h["value"]) for h in d["headers"]])
@@ -262,8 +263,8 @@ def test_dead_letters_carry_the_produced_records_topic_partition_offset_key_valu
 
 
 def test_late_tweets_are_republished_byte_for_byte_with_origin_headers(outcome: Outcome) -> None:
-    """README: a late tweet goes out byte for byte as it came, its own Kafka headers kept, then
-    headers origin.topic, origin.partition and origin.offset (decimal text)."""
+    """docs/jobs/hashtags.md: a late tweet goes out byte for byte as it came, its own Kafka headers
+    kept, then headers origin.topic, origin.partition and origin.offset (decimal text)."""
     expected = {
         s.value: (s.key, [
             *s.headers,
@@ -280,10 +281,10 @@ def test_late_tweets_are_republished_byte_for_byte_with_origin_headers(outcome: 
 def test_a_tweet_counts_in_its_open_windows_and_is_late_only_when_all_are_final(
     outcome: Outcome,
 ) -> None:
-    """README: a window is final once the watermark reaches its end; a tweet counts toward each
-    of its windows still open, and is late when all are final; a final window is never revised.
-    So a tweet whose last window ends exactly at the watermark is late, one whose windows are
-    partly final counts in the open ones only, one on a window's end is not in that window."""
+    """docs/jobs/hashtags.md: a window is final once the watermark reaches its end; a tweet counts
+    toward each of its windows still open, and is late when all are final; a final window is never
+    revised. So a tweet whose last window ends exactly at the watermark is late, one whose windows
+    are partly final counts in the open ones only, one on a window's end is not in that window."""
     batches = [FIRST, [*LATE, *PARTIAL, *ON_END, *ADVANCE]]
     finals, late = rule_outcome(batches, SIZE, HOP, ALIGN, TOP, LATENESS)
     # the premises, from the rule: which windows each special tweet falls in
@@ -320,7 +321,7 @@ def test_a_tweet_counts_in_its_open_windows_and_is_late_only_when_all_are_final(
 
 
 def test_dead_letter_and_late_counters_equal_the_records_on_their_topics(outcome: Outcome) -> None:
-    """README, Metrics: trending_dead_letters_total and trending_late_records_total count the
+    """docs/metrics.md: trending_dead_letters_total and trending_late_records_total count the
     routed records, trending_kafka_records_written_total the records per topic; read after the
     run, from the job's /metrics, they equal what the topics hold (read_committed)."""
     samples = [

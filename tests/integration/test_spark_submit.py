@@ -1,8 +1,8 @@
 """Every job submitted with ``spark-submit`` from the installed wheel (no checkout on the path, no
-TRENDING_JARS_DIR) to a real standalone master and worker, in client mode, as the README says:
-``spark-submit --master URL $(trending spark-args) run JOB ...``. Each equals its independent
-model, and each is an application the master registered, with its executors on the worker: a
-job that ran in local mode on the submitting machine fails the test."""
+TRENDING_JARS_DIR) to a real standalone master and worker, in client mode, as docs/deploy/index.md
+says: ``spark-submit --master URL $(trending spark-args) run JOB ...``. Each equals its independent
+model, and each is an application the master registered, with its executors on the worker: a job
+that ran in local mode on the submitting machine fails the test."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
 
 def submitted(installed: Installed, master: str, command: list[str]) -> list[str]:
     """``command`` (``python -m trending.cli ARGS``) as ``spark-submit`` from the installed
-    package: the README's command, ARGS without ``--master``."""
+    package: the command of docs/deploy/index.md, ARGS without ``--master``."""
     args = command[command.index("trending.cli") + 1 :]
     if "--master" in args:
         at = args.index("--master")

@@ -73,21 +73,22 @@ def finals_of(records: list[dict[str, Any]]) -> dict[int, list[tuple[str, int]]]
 
 
 def windows_holding(t: int, size: int, hop: int, align: int = 0) -> list[tuple[int, int]]:
-    """Every window ``(start, end)`` holding ``t`` by the README's rule, oldest first (see
-    :func:`tests.support.oracles.window_starts`)."""
+    """Every window ``(start, end)`` holding ``t`` by the rule of docs/jobs/hashtags.md, oldest
+    first (see :func:`tests.support.oracles.window_starts`)."""
     return [(s, s + size) for s in window_starts(t, size, hop, align)]
 
 
 def rule_top(counts: Counter[str], k: int) -> list[tuple[str, int]]:
-    """The top ``k`` by the README's rule: count descending, then hashtag ascending (Python's
-    string order: code points)."""
+    """The top ``k`` by the rule of docs/jobs/hashtags.md: count descending, then hashtag ascending
+    (Python's string order: code points)."""
     return list(top_k(counts, k))
 
 
 def rule_outcome(
     batches: list[list[dict[str, Any]]], size: int, hop: int, align: int, k: int, lateness: int
 ) -> tuple[dict[tuple[int, int], list[tuple[str, int]]], list[dict[str, Any]]]:
-    """The finals and the late tweets of the micro-batches ``batches``, by the README's rule.
+    """The finals and the late tweets of the micro-batches ``batches``, by the rule of
+    docs/jobs/hashtags.md.
 
     A batch's tweets are judged by the watermark the batches before it set (newest event time
     of their on-time tweets - ``lateness``; none before the first): a tweet counts once per

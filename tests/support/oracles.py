@@ -3,7 +3,8 @@
 Nothing here imports ``trending`` or ``connectors``: results are recomputed from their
 definitions, so a test comparing the code with them can fail. Three parts:
 
-* the hashtags job's windowing (README, "Semantics of trending run hashtags"), by brute force;
+* the hashtags job's windowing (docs/jobs/hashtags.md, "Semantics of
+  trending run hashtags"), by brute force;
 * Avro bodies, written and read by fastavro from the ``schemas/*.avsc`` files;
 * what one key's SPL window publishes (:func:`spl_outputs`), by brute force.
 

@@ -1,6 +1,7 @@
 """One configuration file for every command (``trending --config FILE``): precedence, TOML and
 YAML, tables, every rejected value, and ``trending config show``. Parsers come from
-:mod:`trending.cli`; expected values are written out from the rules in the README."""
+:mod:`trending.cli`; expected values are written out from the rules in
+docs/configuration.md."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def feed(engine: SlidingTopK, oracle: HashtagOutput, batch: list[Event]) -> Step
 
 
 def check_batch_rules(records: list[Record], read: list[Event], oracle: HashtagOutput) -> None:
-    """The README's per-batch promises, each asserted on its own.
+    """The per-batch promises of docs/jobs/hashtags.md, each asserted on its own.
 
     * every record (revision or final) carries the exact top-k of its window over the input
       read so far, through the end of this batch;
