@@ -9,7 +9,7 @@ UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/buil
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all env jars wheel test test-chaos test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core soak broker clean check-tools check-test-tools docs docs-serve
+.PHONY: all env jars wheel test test-chaos test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core bench-library soak broker clean check-tools check-test-tools docs docs-serve
 
 all: env jars
 
@@ -99,6 +99,9 @@ bench-temporal-core: env
 
 bench-hashtags: env jars
 	$(BIN)/python bench/hashtags_bench.py
+
+bench-library: env jars
+	$(BIN)/python bench/library_bench.py
 
 soak: env jars
 	$(BIN)/python bench/soak_bench.py
