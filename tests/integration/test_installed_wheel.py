@@ -220,3 +220,77 @@ def test_offline_without_a_cache_stops_with_one_line_naming_the_coordinates_and_
     ):
         assert coordinate in error
     assert "spark.jars.ivySettings" in error and "TRENDING_JARS_DIR" in error
+
+
+LIBRARY_SCRIPT = r"""
+import json, os, sys, tempfile, pathlib
+from pyspark.sql import SparkSession
+from trending import SlidingTopK, spl_window, temporal_window
+
+spark = (
+    SparkSession.builder.master("local[2]")
+    .config("spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    .config("spark.sql.shuffle.partitions", "2")
+    .getOrCreate()
+)
+out = {}
+rows = spark.createDataFrame([("a", v) for v in (3, 1, 4, 2)], "p STRING, v INT")
+flushes = rows.transform(spl_window, {"kind": "tumbling", "evict": {"count": 2}}, key="p",
+                         order_by="v", kinds=["before_flush"])
+out["spl"] = sorted([t.v for t in r.tuples] for r in flushes.collect())
+points = spark.createDataFrame([("a", 0), ("a", 2000), ("a", 12000)], "key STRING, at LONG")
+counts = points.transform(temporal_window, {"kind": "tumbling", "duration": "10s",
+                                            "aggregate": "count"}, start="at")
+out["temporal"] = sorted([r.start.timestamp() * 1000, r.value] for r in counts.collect())
+clicks = spark.createDataFrame([("a", 1000), ("a", 2000), ("b", 3000)], "k STRING, t LONG")
+top = clicks.transform(SlidingTopK(size="2s", hop="1s", k=2), key="k", time="t")
+out["topk_batch"] = [[r.window_start.timestamp() * 1000, [[e["key"], e["count"]] for e in r.top]]
+                     for r in top.collect()]
+folder = pathlib.Path(tempfile.mkdtemp())
+(folder / "0.json").write_text("".join(json.dumps({"k": k, "t": t}) + "\n"
+                                      for k, t in [("a", 1000), ("a", 2000), ("b", 3000)]))
+got = []
+def handle(batch, batch_id):
+    got.extend([batch_id, r.window_start.timestamp() * 1000, r.revision, r.is_final,
+                [[e["key"], e["count"]] for e in r.top]] for r in batch.collect())
+stream = spark.readStream.schema("k STRING, t LONG").json(str(folder))
+query = SlidingTopK(size="2s", hop="1s", k=2).start(
+    stream, handle, key="k", time="t", checkpoint=tempfile.mkdtemp(),
+    trigger={"availableNow": True})
+query.awaitTermination()
+out["topk_stream"] = sorted(got)
+out["jars"] = [r[0] for r in spark.sql("LIST JARS").collect()]
+from trending.spark.deps import project_jar
+out["jar"] = str(project_jar())
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.timeout(600)
+def test_a_plain_session_uses_every_library_function_from_the_wheel(
+    installed: tuple[Path, dict[str, str]],
+) -> None:
+    """``SparkSession.builder.getOrCreate()`` and nothing else: the functions bring the
+    project's jar from the installed package into the running session themselves."""
+    venv, env = installed
+    work = venv.parent / "work"
+    work.mkdir(exist_ok=True)
+    script = work / "library.py"
+    script.write_text(LIBRARY_SCRIPT)
+    done = run([str(venv / "bin" / "python"), str(script)], work, env, timeout=540)
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [j for j in out["jars"] if j.endswith("trending-udf.jar")] != []
+    assert out["jar"].startswith(str(venv)), out["jar"]  # the wheel's, added by the functions
+    assert out["spl"] == [[1, 2], [3, 4]]
+    assert out["temporal"] == [[0, 2], [10_000, 1]]
+    # windows [s, s + 2s) every 1s holding 1000, 2000, 3000; top 2, count desc, key asc
+    assert out["topk_batch"] == [
+        [0, [["a", 1]]], [1000, [["a", 2]]], [2000, [["a", 1], ["b", 1]]], [3000, [["b", 1]]],
+    ]  # fmt: skip
+    # one micro-batch: W = 3000 - 0 closes [0, 2000) and [1000, 3000); the others are revised
+    assert out["topk_stream"] == [
+        [0, 0, 1, True, [["a", 1]]], [0, 1000, 1, True, [["a", 2]]],
+        [0, 2000, 1, False, [["a", 1], ["b", 1]]], [0, 3000, 1, False, [["b", 1]]],
+    ]  # fmt: skip
