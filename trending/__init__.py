@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 __all__ = [
     "TOPK_SCHEMA",
+    "Publication",
     "SlidingTopK",
     "SplRunnerError",
     "TemporalColumnsError",
     "TopKBatches",
     "TopKError",
     "configure_spark",
+    "publish_exactly_once",
     "spl_window",
     "temporal_window",
 ]
@@ -28,12 +30,14 @@ __all__ = [
 if TYPE_CHECKING:
     from trending.library import (
         TOPK_SCHEMA,
+        Publication,
         SlidingTopK,
         SplRunnerError,
         TemporalColumnsError,
         TopKBatches,
         TopKError,
         configure_spark,
+        publish_exactly_once,
         spl_window,
         temporal_window,
     )

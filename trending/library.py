@@ -30,7 +30,9 @@ Formulas, schemas and examples: ``docs/library.md``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trending.spark.sliding_topk import TOPK_SCHEMA, SlidingTopK, TopKBatches, TopKError
@@ -49,15 +51,20 @@ from trending.windows.temporal.spec import parse_temporal_spec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from trending.jobs.sink import KafkaSinkProcessor
 
 __all__ = [
     "TOPK_SCHEMA",
+    "Publication",
     "SlidingTopK",
     "SplRunnerError",
     "TemporalColumnsError",
     "TopKBatches",
     "TopKError",
     "configure_spark",
+    "publish_exactly_once",
     "spl_window",
     "temporal_window",
 ]
@@ -173,3 +180,73 @@ def _window_rows(rows: DataFrame, key: str) -> DataFrame:
         "value",
         "values",
     )
+
+
+@dataclass
+class Publication:
+    """A running :func:`publish_exactly_once` query: ``query`` is Spark's ``StreamingQuery``."""
+
+    query: StreamingQuery
+    _processor: KafkaSinkProcessor
+
+    def stop(self) -> None:
+        """Stop the query (the micro-batch in progress is aborted, its transaction too), then
+        release the Kafka producer and the checkpoint's lease."""
+        try:
+            self.query.stop()
+        finally:
+            self._processor.close()
+
+    def await_termination(self, timeout_s: float | None = None) -> bool:
+        """Wait for the query to end (``StreamingQuery.awaitTermination``); raises its failure."""
+        if timeout_s is None:
+            self.query.awaitTermination()
+            return True
+        return bool(self.query.awaitTermination(math.ceil(timeout_s)))
+
+    @property
+    def batches_published(self) -> int:
+        """Micro-batches this query published (not those skipped as committed before)."""
+        return sum(not s.skipped for s in self._processor.history)
+
+
+def publish_exactly_once(
+    df: DataFrame,
+    *,
+    bootstrap: str,
+    checkpoint: str,
+    name: str = "output",
+    kafka_options: Mapping[str, str] | None = None,
+    trigger: str | int = "1s",
+    available_now: bool = False,
+) -> Publication:
+    """Start a query that publishes streaming ``df`` to Kafka exactly once.
+
+    ``df`` has columns ``topic`` (string, not null), ``key`` and ``value`` (binary or string,
+    may be null). Each micro-batch's rows go out in one Kafka transaction, with a marker naming
+    the batch, so after any crash and restart a consumer with ``isolation.level=read_committed``
+    sees every row once: a micro-batch Spark runs again is skipped when its transaction was
+    committed. ``checkpoint`` holds the query's checkpoint (``spark/``) and a lease that lets
+    one process at a time publish from it; ``name`` names the output (a checkpoint keeps it).
+    ``kafka_options``: the producer's and admin client's settings (``security.protocol``,
+    ``sasl.*``, ...). ``trigger``: how often a micro-batch runs (``"1s"``, ``"500ms"``, or
+    milliseconds); ``available_now``: read what is there, then stop.
+
+    The rows pass through the driver on their way to Kafka, a part at a time: publish results,
+    not raw input.
+    """
+    from trending.jobs.common import JobSettings
+    from trending.jobs.sink import publish_exactly_once as start
+    from trending.spark.project_classes import use_project_classes
+    from trending.spark.sliding_topk import duration_ms
+
+    use_project_classes(df.sparkSession)
+    settings = JobSettings(
+        bootstrap,
+        checkpoint,
+        trigger_ms=duration_ms(trigger, "trigger"),
+        available_now=available_now,
+        kafka_options=dict(kafka_options or {}),
+    )
+    query, processor = start(df, settings, name)
+    return Publication(query, processor)
