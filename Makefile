@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet 'setuptools>=77,<80.9' wheel
-	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev,docs]'
 	@touch $@
 
 # JVM jars from Maven Central, declared once in jvm/*/pom.xml, copied into build/jars/<group>.
