@@ -29,13 +29,16 @@ nothing to read. Printed: rows/s including start-up (rows / the first run's seco
 excluding it (rows / (the first run's seconds - the second's)). Before its first measured run
 each function (and the built-in, once) runs over a small file (``--warmup-rows``) on a
 checkpoint of its own, so the first one measured does not pay alone for the first use of the
-JVM's classes and the Python workers.
-``own cores``: the CPU seconds of this process, Spark's JVM and its Python workers per wall second
-of the run over the input; ``machine busy cores``: the whole machine's (``/proc/stat``), other
-processes included. Below 2 own cores with 2 busy, something else took the machine.
+JVM's classes and the Python workers. Each run also prints its micro-batches' rows and seconds.
 
-A run that fails or runs past ``--timeout`` is reported with its error, and the case goes on.
-``--markdown PATH`` writes the table, the parameters and the command to a Markdown file.
+``own cores``: the CPU seconds of this process, Spark's JVM and its Python workers per wall second
+of the run over the input; ``machine busy cores``: the whole machine's (``/proc/stat``): what
+the second has more than the first, other processes took.
+
+A run that fails or runs past ``--timeout`` is reported with its error (its rate over the rows
+it read marked ``stopped``), and the benchmark goes on. ``--markdown PATH`` also writes the
+table, the cases' parameters and the command to a Markdown file. The defaults take a few
+minutes; ``--spl-rows``, ``--partitions``, ``--topk-rows`` and the other flags size the cases.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ import platform
 import shlex
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -127,19 +131,48 @@ def skewed(rows: int, keys: int, step_ms: int, skew: float, jitter_ms: int) -> d
     }
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds (user and system, reaped children's included) of ``pid`` and its
-    descendants alive now, from ``/proc``: this process, Spark's JVM and its Python workers."""
-    total, stack = 0, [pid]
+def tree_cpu(pid: int) -> dict[int, int]:
+    """CPU ticks (user and system) of ``pid`` and each of its descendants alive now."""
+    ticks, stack = {}, [pid]
     while stack:
         current = stack.pop()
         try:
             fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+            ticks[current] = int(fields[11]) + int(fields[12])  # utime, stime
             stack += _children(current)
         except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
             continue
-    return total / os.sysconf("SC_CLK_TCK")
+    return ticks
+
+
+class OwnCpu:
+    """The CPU seconds this process, Spark's JVM and its Python workers use while it is open,
+    sampled every ``interval`` s per process (a process that ends loses its last interval)."""
+
+    def __init__(self, interval: float = 0.5) -> None:
+        self.first: dict[int, int] = {}
+        self.last: dict[int, int] = {}
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="own-cpu", daemon=True)
+
+    def __enter__(self) -> OwnCpu:
+        self.first = tree_cpu(os.getpid())
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.last.update(tree_cpu(os.getpid()))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.last.update(tree_cpu(os.getpid()))
+
+    def seconds(self) -> float:
+        used = sum(ticks - self.first.get(pid, 0) for pid, ticks in self.last.items())
+        return used / os.sysconf("SC_CLK_TCK")
 
 
 # ---- the contenders -----------------------------------------------------------------------------
@@ -233,6 +266,7 @@ class Run:
     busy: float | None  # the machine's busy cores
     own: float  # this process tree's CPU seconds / wall seconds
     error: str | None = None
+    per_batch: list[tuple[int, float]] = field(default_factory=list)  # rows, seconds
 
 
 @dataclass
@@ -251,7 +285,8 @@ class Result:
         return None
 
     def rate_with_startup(self) -> float | None:
-        if self.data is None or self.data.error or not self.data.seconds:
+        """Also of a run stopped or failed part-way, over the rows it read."""
+        if self.data is None or not self.data.rows:
             return None
         return self.data.rows / self.data.seconds
 
@@ -276,7 +311,30 @@ def timed_run(
     """One query from ``start()`` until it ends (availableNow), with a progress line every
     ``PROGRESS_SECONDS``; stopped after ``timeout`` seconds."""
     sink = OutputRows()
-    began, wall, cpu_before = time.monotonic(), time.time(), tree_cpu_seconds(os.getpid())
+    began, wall = time.monotonic(), time.time()
+    with OwnCpu() as own:
+        query, error = await_query(label, spark, start, folder, checkpoint, sink, timeout, began)
+    seconds = time.monotonic() - began
+    progress = query.recentProgress if query is not None else []
+    if query is not None and query.isActive:
+        query.stop()
+    return Run(
+        seconds=seconds,
+        rows=sum(p.numInputRows for p in progress),
+        batches=len(progress),
+        output=sink.rows,
+        busy=cpu.busy_cores(wall, time.time()),
+        own=own.seconds() / seconds,
+        error=error,
+        per_batch=[(p.numInputRows, p.batchDuration / 1000) for p in progress],
+    )
+
+
+def await_query(
+    label: str, spark: Any, start: Starter, folder: Path, checkpoint: str, sink: OutputRows,
+    timeout: float, began: float,
+) -> tuple[Any, str | None]:  # fmt: skip
+    """Start the query and wait for its end: ``(query or None, error)``."""
     query, error = None, None
     try:
         query = start(spark, folder, checkpoint, sink)
@@ -293,19 +351,7 @@ def timed_run(
                 break
     except Exception as failure:  # a failed query raises StreamingQueryException here
         error = short_error(failure)
-    seconds = time.monotonic() - began
-    progress = query.recentProgress if query is not None else []
-    if query is not None and query.isActive:
-        query.stop()
-    return Run(
-        seconds=seconds,
-        rows=sum(p.numInputRows for p in progress),
-        batches=len(progress),
-        output=sink.rows,
-        busy=cpu.busy_cores(wall, time.time()),
-        own=(tree_cpu_seconds(os.getpid()) - cpu_before) / seconds,
-        error=error,
-    )
+    return query, error
 
 
 def measure(
@@ -343,6 +389,9 @@ def show(run: Run) -> None:
         f"{run.output:,} output rows"
     )
     print(text + (f"; error: {run.error}" if run.error else ""), flush=True)
+    if run.rows:
+        batches = ", ".join(f"{rows:,} rows {seconds:.1f} s" for rows, seconds in run.per_batch)
+        print(f"    micro-batches: {batches}", flush=True)
 
 
 def slug(name: str) -> str:
@@ -460,7 +509,7 @@ def cells(result: Result) -> list[str]:
         "-" if data is None else str(data.batches),
         "-" if data is None else f"{data.seconds:.1f}",
         "-" if empty is None else f"{empty.seconds:.1f}",
-        rate(result.rate_with_startup()),
+        rate(result.rate_with_startup()) + (" (stopped)" if result.error else ""),
         rate(result.rate_without_startup()),
         "-" if data is None else f"{data.output:,}",
         "-" if data is None else f"{data.own:.2f}",
@@ -567,7 +616,7 @@ def parse_args() -> argparse.Namespace:
     add("--temporal-rows", type=int, default=100_000)
     add("--temporal-keys", type=int, default=1_000)
     add("--temporal-window", default="1m")
-    add("--topk-rows", type=int, default=1_000_000)
+    add("--topk-rows", type=int, default=500_000)
     add("--topk-keys", type=int, default=100_000, help="distinct keys")
     add("--topk-skew", type=float, default=1.1, help="Zipf exponent of the keys")
     add("--topk-step-ms", type=int, default=2)
