@@ -109,7 +109,7 @@ def serve(query: Any, processor: Any, settings: Any) -> str | None:
     batch in progress commits first, for ``settings.shutdown_timeout_s`` at most; a second
     signal stops at once). Returns why it failed, in one line (the failed batch's own error
     when there is one), else None."""
-    from trending.commands.run import failure_line, stop_between_batches
+    from trending.jobs.runtime import failure_line, stop_between_batches
 
     stop, hurry = threading.Event(), threading.Event()
 
@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
     logging.getLogger("trending").setLevel(logging.INFO)
     from connectors.kafka import ensure_topics, resolve_bootstrap
-    from trending.commands.run import run_again_on_worker_timeout
     from trending.errors import UserError
+    from trending.jobs.runtime import run_again_on_worker_timeout
 
     bootstrap = resolve_bootstrap(args.bootstrap)
     ensure_topics(bootstrap, [args.output_topic, args.dead_letter_topic])

@@ -19,7 +19,7 @@ from tests.integration.test_faults import finals, job_command, make_tweets, prod
 from tests.support.hashtags import independent_finals
 from tests.support.kafka import delete_topic, read_all
 from tests.support.spark_cluster import cluster_env
-from trending.commands.run import DATA_LOSS_HINT
+from trending.jobs.runtime import DATA_LOSS_HINT
 
 pytestmark = pytest.mark.integration
 

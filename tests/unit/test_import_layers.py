@@ -8,7 +8,9 @@ holds counts: at module level, inside a function, under ``if TYPE_CHECKING:``, a
   import each other without a cycle;
 * the Spark glue (``trending/spark``) and ``trending/metrics.py`` import no job and no command:
   a job hands them what they need (its metrics observer, its settings);
-* ``connectors`` (Kafka and Avro I/O) imports no job, no command and no Spark glue.
+* ``connectors`` (Kafka and Avro I/O) imports no job, no command and no Spark glue;
+* the jobs (``trending/jobs``, their life cycle in :mod:`trending.jobs.runtime` included)
+  import no command: the command line builds a job's settings and hands them over.
 """
 
 from __future__ import annotations
@@ -182,8 +184,9 @@ def test_the_core_has_no_import_cycle() -> None:
     [
         (GLUE, JOBS),
         (("connectors",), (*JOBS, "trending.spark")),
+        (("trending.jobs",), ("trending.commands",)),
     ],
-    ids=["spark-and-metrics", "connectors"],
+    ids=["spark-and-metrics", "connectors", "jobs"],
 )
 def test_lower_layers_import_no_higher_one(
     layer: tuple[str, ...], forbidden: tuple[str, ...]
@@ -198,3 +201,15 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
     assert cycles(graph) == [["a", "b", "c"], ["e"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_command_line_holds_no_life_cycle() -> None:
+    """Signals, the wait for the query and Spark's start live in :mod:`trending.jobs.runtime`."""
+    run = (ROOT / "trending" / "commands" / "run.py").read_text(encoding="utf-8")
+    tree = ast.parse(run)
+    imported = {
+        i.module for i in imports_of("trending.commands.run", MODULES["trending.commands.run"])
+    }
+    assert not {"signal", "threading"} & imported
+    assert "build_session" not in run and "awaitTermination" not in run
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "run_job" for n in ast.walk(tree))

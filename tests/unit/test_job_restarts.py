@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from trending.commands import run as run_command
 from trending.errors import UserError
+from trending.jobs import runtime as run_command
 
 TIMEOUT = "the streaming query failed: Python worker failed to connect back."
 

@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import re
-import signal
-import sys
-import threading
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from connectors.kafka import (
@@ -24,7 +17,6 @@ from connectors.kafka_settings import spark_options
 from connectors.transactions import TXN_STEP_TIMEOUT_S
 from trending.commands import DefaultsHelpFormatter
 from trending.durations import (
-    format_duration_ms,
     parse_duration_ms,
     parse_optional_duration_ms,
 )
@@ -37,8 +29,7 @@ from trending.metrics import add_metrics_arguments
 
 if TYPE_CHECKING:
     from trending.jobs.hashtags import HashtagJobConfig
-    from trending.jobs.sensors import SensorJobConfig
-    from trending.jobs.windows import WindowsJobConfig
+    from trending.jobs.runtime import Job
     from trending.text.bounds import TweetBounds
 
 
@@ -383,9 +374,9 @@ def run_hashtags(args: argparse.Namespace) -> int:
     )
     _validate(config)
     _wait_for_kafka(bootstrap, kafka_options)
-    return run_again_on_worker_timeout(
-        "hashtags", lambda: run_job(config, (args.metrics_host, args.metrics_port))
-    )
+    from trending.jobs.hashtags import HASHTAGS
+
+    return run_job(HASHTAGS, config, args)
 
 
 def run_sensors(args: argparse.Namespace) -> int:
@@ -410,9 +401,9 @@ def run_sensors(args: argparse.Namespace) -> int:
     )
     config.validate()
     _wait_for_kafka(bootstrap, kafka_options)
-    return run_again_on_worker_timeout(
-        "sensors", lambda: run_sensor_job(config, (args.metrics_host, args.metrics_port))
-    )
+    from trending.jobs.sensors import SENSORS
+
+    return run_job(SENSORS, config, args)
 
 
 def run_windows(args: argparse.Namespace) -> int:
@@ -440,9 +431,9 @@ def run_windows(args: argparse.Namespace) -> int:
     )
     config.validate()
     _wait_for_kafka(bootstrap, kafka_options)
-    return run_again_on_worker_timeout(
-        "windows", lambda: run_windows_job(config, (args.metrics_host, args.metrics_port))
-    )
+    from trending.jobs.windows import WINDOWS
+
+    return run_job(WINDOWS, config, args)
 
 
 def _job_settings(
@@ -507,232 +498,9 @@ def _validate(config: HashtagJobConfig) -> None:
         raise UserError(f"--top must be positive, got {config.k}")
 
 
-# Spark gives a Python worker it starts outside the worker daemon a fixed 10 s to connect back
-# (not configurable); the driver starts one whenever a query with a Python state processor
-# starts. On an overloaded machine it can miss that, and the query fails with this message.
-PYTHON_WORKER_TIMEOUT = "Python worker failed to connect back"
-JOB_ATTEMPTS = 3
+def run_job(job: Job[Any], config: Any, args: argparse.Namespace) -> int:
+    """Run ``job`` with ``config`` under the shared life cycle (:func:`trending.jobs.runtime.run`),
+    its metrics on ``--metrics-host``/``--metrics-port``."""
+    from trending.jobs.runtime import run
 
-
-def run_again_on_worker_timeout(job: str, run: Callable[[], int]) -> int:
-    """``run()``; when it fails on :data:`PYTHON_WORKER_TIMEOUT`, run it again (up to
-    :data:`JOB_ATTEMPTS` runs): a run restarts from the checkpoint, so nothing is lost or
-    published twice. Any other failure is raised at once."""
-    for attempt in range(1, JOB_ATTEMPTS + 1):
-        try:
-            return run()
-        except UserError as error:
-            if PYTHON_WORKER_TIMEOUT not in str(error) or attempt == JOB_ATTEMPTS:
-                raise
-            print(
-                f"trending: {job} job: {error}: Spark gives that worker a fixed 10 s, which a "
-                f"busy machine can miss; starting again from the checkpoint (run {attempt + 1} "
-                f"of {JOB_ATTEMPTS})",
-                file=sys.stderr,
-            )
-    raise AssertionError("unreachable")
-
-
-def run_job(config: HashtagJobConfig, metrics_address: tuple[str, int] = ("127.0.0.1", 0)) -> int:
-    """Start Spark and the hashtags query, report progress, stop cleanly on Ctrl-C or SIGTERM."""
-    from trending.jobs.hashtags import start_query, summarize
-
-    spark, monitoring = _start_spark("hashtags", config, metrics_address)
-    query, processor = start_query(
-        spark, config, on_processor=monitoring.attach if monitoring else None
-    )
-    banner = (
-        f"{config.input_topic} -> {config.output_topic} "
-        f"(size {format_duration_ms(config.size_ms)}, hop {format_duration_ms(config.hop_ms)}, "
-        f"top {config.k}, lateness {format_duration_ms(config.lateness_ms)})"
-    )
-    _serve("hashtags", banner, spark, query, processor, monitoring, summarize)
-    return 0
-
-
-def run_sensor_job(
-    config: SensorJobConfig, metrics_address: tuple[str, int] = ("127.0.0.1", 0)
-) -> int:
-    """Start Spark and the sensor query, report progress, stop cleanly on Ctrl-C or SIGTERM."""
-    from trending.jobs.sensors import start_query, summarize
-
-    spark, monitoring = _start_spark("sensors", config, metrics_address)
-    query, processor = start_query(
-        spark, config, on_processor=monitoring.attach if monitoring else None
-    )
-    windows = "one per sensor" if config.partition_by_sensor else "one window"
-    banner = (
-        f"{config.readings_topic} + {config.queries_topic} -> {config.matches_topic}, "
-        f"{config.popular_topic} (last {config.size} readings, {windows}, threshold "
-        f"{config.threshold}, lateness {format_duration_ms(config.lateness_ms)})"
-    )
-    _serve("sensors", banner, spark, query, processor, monitoring, summarize)
-    return 0
-
-
-def run_windows_job(
-    config: WindowsJobConfig, metrics_address: tuple[str, int] = ("127.0.0.1", 0)
-) -> int:
-    """Start Spark and the temporal window query; with ``--available-now``, a second run
-    applies the end-of-input CTI."""
-    from trending.jobs.windows import close_input, start_query, summarize
-
-    spark, monitoring = _start_spark("windows", config, metrics_address)
-    query, processor = start_query(
-        spark, config, on_processor=monitoring.attach if monitoring else None
-    )
-    banner = (
-        f"{config.input_topic} -> {config.output_topic} ({config.query().window.name} per key, "
-        f"lateness {format_duration_ms(config.lateness_ms)})"
-    )
-    closing = config.available_now and not config.keep_open
-    if not _serve("windows", banner, spark, query, processor, monitoring, summarize, not closing):
-        return 0
-    if close_input(config, processor):
-        query, processor = start_query(spark, config, processor=processor)
-        _serve("windows", "end of input", spark, query, processor, monitoring, summarize)
-    else:
-        _stop(spark, processor, monitoring)
-    return 0
-
-
-def _start_spark(
-    job: str,
-    config: HashtagJobConfig | SensorJobConfig | WindowsJobConfig,
-    metrics_address: tuple[str, int],
-) -> tuple[Any, Any]:
-    from trending.spark.listener import start_monitoring
-    from trending.spark.session import build_session
-
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
-    logging.getLogger("trending").setLevel(logging.INFO)
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    spark = build_session(
-        f"trending-{job}", config.master, config.spark_conf, config.shuffle_partitions
-    )
-    return spark, start_monitoring(spark, config, metrics_address, kind=job)
-
-
-def _serve(
-    job: str,
-    banner: str,
-    spark: Any,
-    query: Any,
-    processor: Any,
-    monitoring: Any,
-    summarize: Callable[[Any], str],
-    last: bool = True,
-) -> bool:
-    """Wait for ``query`` until it ends or a signal comes, and report; then stop everything,
-    unless the query ended on its own and it is not the ``last`` one. True: it ended on its
-    own; :class:`UserError` when it failed."""
-    if monitoring is not None:
-        monitoring.watch(query)
-    print(f"trending: {job} job running: {banner}", file=sys.stderr)
-    stop, hurry = threading.Event(), threading.Event()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        # py4j is not reentrant: the loop below stops the query, not the handler
-        if stop.is_set():
-            hurry.set()
-            print(f"trending: signal {signum} again: stopping now", file=sys.stderr)
-            return
-        stop.set()
-        print(
-            f"trending: stopping on signal {signum}: the micro-batch in progress finishes "
-            f"first (at most {processor.config.shutdown_timeout_s:g} s) ...",
-            file=sys.stderr,
-        )
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    while query.isActive and not stop.is_set() and processor.lease_lost is None:
-        try:
-            query.awaitTermination(1)
-        except Exception:  # the query failed: reported below, from query.exception()
-            break
-    if stop.is_set():
-        stop_between_batches(query, processor, hurry, processor.config.shutdown_timeout_s)
-    elif processor.lease_lost is not None:
-        query.stop()
-    exception = query.exception()
-    ended = not stop.is_set() and exception is None and processor.lease_lost is None
-    if last or not ended:
-        _stop(spark, processor, monitoring)
-    print(f"trending: {job} job stopped: {summarize(processor.history)}", file=sys.stderr)
-    if processor.lease_lost is not None:
-        raise processor.lease_lost
-    if exception is not None and not stop.is_set():
-        raise UserError(failure_line(processor, exception))
-    return ended
-
-
-def stop_between_batches(
-    query: Any, processor: Any, hurry: threading.Event, timeout_s: float
-) -> None:
-    """Stop ``query`` when no micro-batch is in progress, or once the one in progress has
-    committed its transaction (``processor.history`` grows), so a backlog cannot keep it going.
-    After the shutdown timeout (or when ``hurry`` is set) it is stopped anyway: a batch cut
-    short publishes nothing and is done again on the next start."""
-    done = len(processor.history)
-    if processor.running is not None:
-        print(
-            f"trending: waiting for micro-batch {processor.running} to commit ...", file=sys.stderr
-        )
-    deadline = time.monotonic() + timeout_s
-    while query.isActive and not hurry.is_set() and time.monotonic() < deadline:
-        if len(processor.history) > done or not _trigger_active(query):
-            break
-        time.sleep(0.02)
-    query.stop()
-
-
-def _trigger_active(query: Any) -> bool:
-    try:
-        return bool(query.status["isTriggerActive"])
-    except Exception:  # the query ended meanwhile
-        return False
-
-
-def failure_line(processor: Any, exception: Any) -> str:
-    """Why the query failed, in one line: lost input (whether Spark found it planning the batch
-    or reading it inside the batch), else the batch's own error when a batch failed (Spark's
-    exception also carries the whole plan; its log has the details)."""
-    text = str(exception)
-    loss = _DATA_LOSS.search(text)
-    if loss is not None:
-        reason = _LOSS_REASON.search(text)
-        what = reason[1].strip() if reason else loss[1]
-        return (
-            f"the input lost records the job had not read, or its offsets started over "
-            f"({what[:300]}): {DATA_LOSS_HINT}"
-        )
-    if processor.failure is not None:
-        return (
-            f"{processor.failure}; nothing of it was published, and the job sends it again when "
-            "restarted from its checkpoint"
-        )
-    lines = text.strip().splitlines()
-    first = lines[0][:500] if lines else repr(exception)
-    return f"the streaming query failed: {first}"
-
-
-# Spark's Kafka source fails the query when offsets it was to read are gone (retention, or the
-# topic deleted and created again: its offsets start over); the job stops rather than skip them.
-# Offsets that went back fail the planning of a batch; records removed past the checkpoint's
-# position (retention, DeleteRecords) fail the batch's read inside foreachBatch, so the batch's
-# own error is a Py4JJavaError and the query's exception carries Spark's text.
-_DATA_LOSS = re.compile(r"(Some data may have been lost because they are not available in Kafka)")
-_LOSS_REASON = re.compile(r"Reason:\s*([^\n]+)")
-DATA_LOSS_HINT = (
-    "nothing of the batch was published; to skip what is gone and go on, restart with "
-    "--spark-kafka-option failOnDataLoss=false; to start over on the new input, use a new "
-    "--checkpoint"
-)
-
-
-def _stop(spark: Any, processor: Any, monitoring: Any) -> None:
-    processor.close()
-    if monitoring is not None:
-        monitoring.close()
-    spark.stop()
+    return run(job, config, (args.metrics_host, args.metrics_port))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from connectors.transactions import (
     TransactionalBatchWriter,
     state_json,
 )
+from trending.durations import format_duration_ms
 from trending.errors import UserError
 from trending.jobs.common import (
     CommittedBatches,
@@ -402,3 +403,33 @@ def start_query(
         .foreachBatch(processor)
     )
     return triggered(writer, config).start(), processor
+
+
+class HashtagsJob:
+    """``trending run hashtags`` for :func:`trending.jobs.runtime.run`."""
+
+    name = "hashtags"
+
+    def start(
+        self,
+        spark: SparkSession,
+        config: HashtagJobConfig,
+        on_processor: Callable[[Any], None] | None,
+    ) -> tuple[StreamingQuery, HashtagBatchProcessor]:
+        return start_query(spark, config, on_processor)
+
+    def describe(self, config: HashtagJobConfig) -> str:
+        return (
+            f"{config.input_topic} -> {config.output_topic} "
+            f"(size {format_duration_ms(config.size_ms)}, hop {format_duration_ms(config.hop_ms)}, "
+            f"top {config.k}, lateness {format_duration_ms(config.lateness_ms)})"
+        )
+
+    def summarize(self, history: Sequence[Any]) -> str:
+        return summarize(list(history))
+
+    def follow(self, spark: SparkSession, config: HashtagJobConfig, ended: Any, runs: int) -> None:
+        return None  # a run that ended (available-now) is the end of the job
+
+
+HASHTAGS = HashtagsJob()

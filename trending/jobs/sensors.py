@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
+from trending.durations import format_duration_ms
 from trending.errors import UserError
 from trending.jobs.common import (
     CommittedBatches,
@@ -432,3 +433,34 @@ def start_query(
         .foreachBatch(processor)
     )
     return triggered(writer, config).start(), processor
+
+
+class SensorsJob:
+    """``trending run sensors`` for :func:`trending.jobs.runtime.run`."""
+
+    name = "sensors"
+
+    def start(
+        self,
+        spark: SparkSession,
+        config: SensorJobConfig,
+        on_processor: Callable[[Any], None] | None,
+    ) -> tuple[StreamingQuery, SensorBatchProcessor]:
+        return start_query(spark, config, on_processor)
+
+    def describe(self, config: SensorJobConfig) -> str:
+        windows = "one per sensor" if config.partition_by_sensor else "one window"
+        return (
+            f"{config.readings_topic} + {config.queries_topic} -> {config.matches_topic}, "
+            f"{config.popular_topic} (last {config.size} readings, {windows}, threshold "
+            f"{config.threshold}, lateness {format_duration_ms(config.lateness_ms)})"
+        )
+
+    def summarize(self, history: Sequence[Any]) -> str:
+        return summarize(list(history))
+
+    def follow(self, spark: SparkSession, config: SensorJobConfig, ended: Any, runs: int) -> None:
+        return None  # a run that ended (available-now) is the end of the job
+
+
+SENSORS = SensorsJob()

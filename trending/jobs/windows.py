@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import OutRecord, TransactionalBatchWriter
+from trending.durations import format_duration_ms
 from trending.errors import UserError
 from trending.jobs.common import (
     CommittedBatches,
@@ -367,3 +368,39 @@ def close_input(config: WindowsJobConfig, processor: WindowsBatchProcessor) -> b
     if producer.flush(30) != 0:
         raise UserError(f"could not write the end-of-input CTI to {processor.control_topic}")
     return True
+
+
+class WindowsJob:
+    """``trending run windows`` for :func:`trending.jobs.runtime.run`: with ``--available-now``
+    (and not ``--keep-open``), a run that ended is followed by one that applies the end-of-input
+    CTI (:func:`close_input`)."""
+
+    name = "windows"
+
+    def start(
+        self,
+        spark: SparkSession,
+        config: WindowsJobConfig,
+        on_processor: Callable[[Any], None] | None,
+    ) -> tuple[StreamingQuery, WindowsBatchProcessor]:
+        return start_query(spark, config, on_processor)
+
+    def describe(self, config: WindowsJobConfig) -> str:
+        return (
+            f"{config.input_topic} -> {config.output_topic} ({config.query().window.name} per "
+            f"key, lateness {format_duration_ms(config.lateness_ms)})"
+        )
+
+    def summarize(self, history: Sequence[Any]) -> str:
+        return summarize(list(history))
+
+    def follow(
+        self, spark: SparkSession, config: WindowsJobConfig, ended: Any, runs: int
+    ) -> tuple[StreamingQuery, WindowsBatchProcessor] | None:
+        closing = config.available_now and not config.keep_open
+        if runs > 1 or not closing or not close_input(config, ended):
+            return None
+        return start_query(spark, config, processor=ended)
+
+
+WINDOWS = WindowsJob()
