@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import itertools
+import json
 import os
 import platform
 import shlex
@@ -410,6 +411,10 @@ class Case:
     contenders: list[tuple[str, Starter]]
 
 
+def code(value: Any) -> str:
+    return json.dumps(value)
+
+
 def cases(args: argparse.Namespace) -> list[Case]:
     out = []
     step = args.step_ms
@@ -427,7 +432,8 @@ def cases(args: argparse.Namespace) -> list[Case]:
         out.append(Case(
             "spl-tumbling",
             f"{args.spl_rows:,} rows of {keys:,} keys (round robin, {step} ms apart) in "
-            f"{args.files} files; spl_window {spec} per key, kinds={kinds}, order_by=id; "
+            f"{args.files} files; spl_window `{code(spec)}` per key, `kinds={code(kinds)}`, "
+            "`order_by=id`; "
             f"built-in: tumbling window of {window_ms:,} ms (about {n:,} rows per key), "
             f"watermark {lateness}",
             round_robin(args.spl_rows, keys, step),
@@ -449,7 +455,7 @@ def cases(args: argparse.Namespace) -> list[Case]:
             "spl-eviction",
             f"{p:,} rows opening {p:,} partitions in one file, then {rows:,} rows of new keys "
             f"in {files} files (every row evicts a partition), {step} ms apart; spl_window "
-            f"{spec}, every event, order_by=id; built-in: tumbling window of 1 minute, "
+            f"`{code(spec)}`, every event, `order_by=id`; built-in: tumbling window of 1 minute, "
             f"watermark {lateness}",
             fresh_keys(p, rows, step),
             cuts,
@@ -462,7 +468,7 @@ def cases(args: argparse.Namespace) -> list[Case]:
         out.append(Case(
             "temporal-tumbling",
             f"{rows:,} point events of {keys:,} keys (round robin, {step} ms apart) in "
-            f"{args.files} files; temporal_window {query} per key, watermark {lateness}; "
+            f"{args.files} files; temporal_window `{code(query)}` per key, watermark {lateness}; "
             f"built-in: the same tumbling windows, watermark {lateness}",
             round_robin(rows, keys, step),
             even_cuts(rows, args.files),
@@ -476,9 +482,9 @@ def cases(args: argparse.Namespace) -> list[Case]:
             "sliding-topk",
             f"{rows:,} rows of {keys:,} distinct keys (Zipf skew {args.topk_skew}), "
             f"{args.topk_step_ms} ms apart and up to {args.topk_jitter_ms} ms out of order, in "
-            f"{args.files} files; SlidingTopK(size=5m, hop=1m, k={args.topk_k}, "
-            f"lateness={args.lateness_s}s) via topk.start; built-in: window(ts, 5 minutes, "
-            f"1 minute), watermark {lateness}",
+            f"{args.files} files; `SlidingTopK(size=\"5m\", hop=\"1m\", k={args.topk_k}, "
+            f"lateness=\"{args.lateness_s}s\")` via `topk.start`; built-in: "
+            f"`window(ts, \"5 minutes\", \"1 minute\")`, watermark {lateness}",
             skewed(rows, keys, args.topk_step_ms, args.topk_skew, args.topk_jitter_ms),
             even_cuts(rows, args.files),
             [("trending.SlidingTopK", topk("5m", "1m", args.topk_k, f"{args.lateness_s}s")),
@@ -555,7 +561,10 @@ def markdown(
         "start to end). Excluding start-up: input rows / (that run's seconds - the seconds of a "
         "run on the same checkpoint with nothing to read). Own cores: CPU seconds of the "
         "benchmark's processes (driver, JVM, Python workers) per wall second; machine busy "
-        "cores: every process's; both during the run over the input.",
+        "cores: every process's; both during the run over the input. Output rows: the rows "
+        "the sink got: the built-in emits a window's count in each micro-batch that changes it; "
+        "`spl_window` and `temporal_window` their events and final rows, `SlidingTopK` a row per "
+        "window whose top-k changed or closed.",
         "",
         "Input: Parquet files generated before the runs, read by the streaming file source "
         "(`maxFilesPerTrigger=1`, `trigger(availableNow=True)`: one micro-batch per file), the "
