@@ -9,7 +9,7 @@ UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/buil
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all env jars wheel test test-chaos test-unit lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core bench-library soak broker clean check-tools check-test-tools docs docs-serve
+.PHONY: all env jars wheel test test-chaos test-unit test-compat lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core bench-library soak broker clean check-tools check-test-tools docs docs-serve
 
 all: env jars
 
@@ -67,6 +67,13 @@ test-chaos: check-test-tools env jars
 
 test-unit: $(VENV)/.installed
 	$(BIN)/pytest tests/unit -m "not tools"
+
+# The library's tests (spl_window, temporal_window, SlidingTopK) on other pyspark versions, each
+# in a venv of its own under build/compat (built once per version, a stamp file each), with the
+# project's jar built for the pinned Spark: make test-compat PYSPARK_VERSIONS="4.1.0 4.3.0"
+PYSPARK_VERSIONS ?= 4.1.0 4.3.0
+test-compat: check-tools $(JARS)/udf/trending-udf.jar
+	$(PYTHON) tests/compat/run.py $(PYSPARK_VERSIONS)
 
 lint: env
 	$(BIN)/ruff check .
