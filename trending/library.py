@@ -1,9 +1,11 @@
-"""The project's windows as DataFrame functions: ``DataFrame -> DataFrame``, for any PySpark job.
+"""The project's windows as DataFrame functions, for any PySpark job, and its exactly-once
+Kafka output.
 
 ::
 
-    from trending import spl_window, temporal_window
+    from trending import SlidingTopK, publish_exactly_once, spl_window, temporal_window
 
+    top = views.transform(SlidingTopK(size="1h", hop="10m", k=10), key="page", time="ts")
     triggers = readings.transform(spl_window, {"kind": "sliding", "evict": {"count": 4}},
                                   key="sensor", order_by="seq", kinds=["trigger"],
                                   include_window=True)
@@ -11,10 +13,14 @@
                                                 "aggregate": "count"},
                               key="user", start="ts", watermark="5 seconds")
 
-Both run one window per key inside Spark's ``transformWithStateInPandas``, on a streaming
-DataFrame (state in the query's checkpoint, so a restarted query goes on where it stopped) or
-on a batch one (one pass over all rows). They need no session built by this project; a
-streaming query needs the RocksDB state store provider, which they check:
+:class:`SlidingTopK` counts on the executors in the project's JVM classes (added to a running
+session by its first call) and merges each window's top-k per micro-batch in a
+``foreachBatch`` writer (a batch DataFrame: all in the plan). :func:`spl_window` and
+:func:`temporal_window` run one window per key inside Spark's ``transformWithStateInPandas``,
+on a streaming DataFrame (state in the query's checkpoint, so a restarted query goes on where
+it stopped) or on a batch one (one pass over all rows). :func:`publish_exactly_once` publishes
+a streaming DataFrame to Kafka in one transaction per micro-batch. None needs a session built
+by this project; a streaming query needs the RocksDB state store provider, which they check:
 
 * ``spark.sql.streaming.stateStore.providerClass`` =
   ``org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider``
