@@ -1,4 +1,7 @@
-"""Durations on the command line: ``250ms``, ``30s``, ``5m``, ``1h``, ``2d`` (bare number: seconds).
+"""Durations on the command line and in the configuration file, one dialect for every option:
+``500ms``, ``30s``, ``5m``, ``1h``, ``2d``, a bare number (seconds), and Spark's forms
+``500 milliseconds``, ``10 seconds``, ``1 minute``, ``2 hours``, ``1 day`` (singular or plural,
+any case).
 
 All time inside the package is integer milliseconds.
 """
@@ -8,23 +11,30 @@ from __future__ import annotations
 import re
 
 _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+# Spark's unit words (singular or plural), by the short unit they stand for
+_WORDS = {"millisecond": "ms", "second": "s", "minute": "m", "hour": "h", "day": "d"}
+_UNIT = "|".join([*(f"{word}s?" for word in _WORDS), *_UNIT_MS])
+_DURATION = re.compile(rf"^\s*(\d+(?:\.\d+)?)\s*({_UNIT})?\s*$", re.IGNORECASE)
+ACCEPTED = (
+    "a number and a unit: 500ms, 30s, 5m, 1h, 2d, or 500 milliseconds, 10 seconds, 1 minute, "
+    "2 hours, 1 day; a bare number is seconds"
+)
 
 
 def parse_duration_ms(text: str) -> int:
-    """Parse ``text`` into integer milliseconds; raise ``ValueError`` with the accepted forms."""
+    """Parse ``text`` into integer milliseconds; raise ``ValueError`` naming the accepted forms."""
     match = _DURATION.match(text)
     if match is None:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 500ms, 30s, 5m, 1h, 2d)")
-    value, unit = float(match.group(1)), match.group(2) or "s"
-    ms = value * _UNIT_MS[unit]
+        raise ValueError(f"not a duration: {text!r} (want {ACCEPTED})")
+    value, unit = float(match.group(1)), (match.group(2) or "s").lower()
+    ms = value * _UNIT_MS[_WORDS.get(unit.removesuffix("s"), unit)]
     if ms != int(ms):
         raise ValueError(f"duration {text!r} is not a whole number of milliseconds")
     return int(ms)
 
 
 def parse_optional_duration_ms(text: str) -> int | None:
-    """``None`` for ``none`` (no bound), else :func:`parse_duration_ms`."""
+    """``None`` for ``none`` (no bound), else a duration as :func:`parse_duration_ms` reads it."""
     return None if text.strip().lower() == "none" else parse_duration_ms(text)
 
 

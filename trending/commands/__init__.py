@@ -13,6 +13,20 @@ from typing import Any
 
 from connectors.kafka_settings import mask_url, masked_items
 from trending.config import secret_flag_warning
+from trending.durations import parse_duration_ms
+
+
+def duration_ms(text: str) -> int:
+    """A duration option's value (:mod:`trending.durations`) in milliseconds, for argparse."""
+    try:
+        return parse_duration_ms(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def duration_s(text: str) -> float:
+    """A duration option's value (:mod:`trending.durations`) in seconds, for argparse."""
+    return duration_ms(text) / 1000
 
 
 def masked_default(default: Any) -> Any:

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import FrameType
 
 from connectors.broker import DEFAULT_DATA_DIR, DEFAULT_PORT, BrokerError, LocalBroker
+from trending.commands import duration_s
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,7 +39,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="KRaft controller port (default: PORT+1, or a free one if taken)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=90.0, metavar="S", help="seconds to wait for start-up (90)"
+        "--timeout",
+        type=duration_s,
+        default="90s",
+        metavar="DURATION",
+        help="how long to wait for start-up (90)",
     )
     parser.set_defaults(handler=run)
 

@@ -21,6 +21,7 @@ from connectors.avro import (
     schema_for_topic,
 )
 from connectors.kafka import add_kafka_arguments, consumer, kafka_from_args
+from trending.commands import duration_s
 from trending.errors import UserError
 from trending.metrics import add_metrics_arguments, serve_metrics
 
@@ -43,7 +44,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--from-beginning", action="store_true", help="read all, not only new")
     parser.add_argument("--json", action="store_true", help="compact JSON of each value")
     parser.add_argument(
-        "--idle-timeout", type=float, metavar="S", help="exit after S seconds without records"
+        "--idle-timeout",
+        type=duration_s,
+        metavar="DURATION",
+        help="exit after this long without records, e.g. 5s",
     )
     parser.add_argument("--max-records", type=int, metavar="N", help="exit after N records")
     parser.add_argument("--schema", metavar="NAME", help="schema name or .avsc path to decode")

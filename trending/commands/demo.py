@@ -18,8 +18,7 @@ from typing import Any
 
 from connectors.broker import LocalBroker, free_port
 from connectors.jvm import REPO_ROOT
-from trending.commands import DefaultsHelpFormatter
-from trending.durations import parse_duration_ms
+from trending.commands import DefaultsHelpFormatter, duration_ms
 from trending.errors import UserError
 
 DEMO_DIR = REPO_ROOT / "build" / "demo"
@@ -33,7 +32,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument(
-        "--duration", default="60s", help="how long to show live results, from the first one"
+        "--duration",
+        type=duration_ms,
+        default="60s",
+        metavar="DURATION",
+        help="how long to show live results, from the first one",
     )
     parser.add_argument("--burst", type=int, default=200_000, help="tweets produced up front")
     parser.add_argument("--rate", type=float, default=2_000, help="live tweets per second after")
@@ -45,7 +48,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from trending.generate import default_start_ms, generate_tweets, produce_tweets
     from trending.view import watch_topk
 
-    seconds = parse_duration_ms(args.duration) / 1000
+    seconds = args.duration / 1000
     run_dir = args.dir / time.strftime("%Y%m%d-%H%M%S")
     broker = LocalBroker(free_port(), args.dir / "broker")
     _say("starting a local Apache Kafka broker ...")

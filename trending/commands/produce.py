@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from connectors.avro import REGISTRY_ENV, resolve_registry_url
 from connectors.kafka import DeliveryError, add_kafka_arguments, kafka_from_args
-from trending.durations import parse_duration_ms
+from trending.commands import duration_ms
 from trending.errors import UserError
 from trending.generate import generate_tweets, produce_tweets, read_jsonl
 from trending.metrics import MetricsServer, add_metrics_arguments, serve_metrics
@@ -64,7 +64,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=1000.0,
         help="event-time rate (1000)",
     )
-    tweets.add_argument("--jitter", default="2s", metavar="D", help="max out-of-order delay (2s)")
+    tweets.add_argument(
+        "--jitter",
+        type=duration_ms,
+        default="2s",
+        metavar="DURATION",
+        help="max out-of-order delay (2s)",
+    )
     tweets.add_argument(
         "--vocabulary", type=int, metavar="V", default=50_000, help="hashtags (50000)"
     )
@@ -75,9 +81,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--users", type=int, metavar="U", default=100_000, help="distinct users (100000)"
     )
     tweets.add_argument(
-        "--burst-every", default="10m", metavar="D", help="a new trending tag every (10m)"
+        "--burst-every",
+        type=duration_ms,
+        default="10m",
+        metavar="DURATION",
+        help="a new trending tag every (10m)",
     )
-    tweets.add_argument("--burst-length", default="3m", metavar="D", help="of event time (3m)")
+    tweets.add_argument(
+        "--burst-length",
+        type=duration_ms,
+        default="3m",
+        metavar="DURATION",
+        help="of event time (3m)",
+    )
     tweets.add_argument(
         "--burst-share", type=float, metavar="F", default=0.3, help="of tags in a burst (0.3)"
     )
@@ -309,12 +325,12 @@ def _generated(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             args.count,
             start_ms=args.start_ms,
             events_per_second=args.events_per_second,
-            jitter_ms=parse_duration_ms(args.jitter),
+            jitter_ms=args.jitter,
             vocabulary=args.vocabulary,
             zipf_s=args.zipf_s,
             users=args.users,
-            burst_every_ms=parse_duration_ms(args.burst_every),
-            burst_length_ms=parse_duration_ms(args.burst_length),
+            burst_every_ms=args.burst_every,
+            burst_length_ms=args.burst_length,
             burst_share=args.burst_share,
         )
     except ValueError as error:

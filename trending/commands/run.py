@@ -15,11 +15,8 @@ from connectors.kafka import (
 )
 from connectors.kafka_settings import spark_options
 from connectors.transactions import TXN_STEP_TIMEOUT_S
-from trending.commands import DefaultsHelpFormatter
-from trending.durations import (
-    parse_duration_ms,
-    parse_optional_duration_ms,
-)
+from trending.commands import DefaultsHelpFormatter, duration_ms
+from trending.durations import parse_optional_duration_ms
 from trending.errors import UserError
 from trending.jobs.batching import RECORDS_PER_TRIGGER_SECOND
 from trending.jobs.common import DEFAULT_SHUTDOWN_TIMEOUT_S
@@ -45,10 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def duration_arg(text: str) -> int:
     """A duration (``500ms``, ``20s``, ``1m``) in milliseconds, for argparse."""
-    try:
-        return parse_duration_ms(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
+    return duration_ms(text)
 
 
 def _positive_duration(text: str) -> int:
