@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import copy
+import difflib
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from connectors.kafka_settings import mask_url, masked_items
 from trending.config import secret_flag_warning
@@ -61,10 +63,14 @@ class DefaultsHelpFormatter(MaskedHelpFormatter, argparse.ArgumentDefaultsHelpFo
         return super()._get_help_string(action)
 
 
+_NUMBERS = {int: "a whole number", float: "a number"}
+
+
 class Parser(argparse.ArgumentParser):
     """The parser of ``trending`` and of each sub-command (sub-parsers are of their parent's
     class): one warning on standard error for every flag whose value carries a secret, which
-    the process list shows to every user of the machine."""
+    the process list shows to every user of the machine. A mistake on the command line is one
+    line on standard error, named by the sub-command it belongs to, and exit code 2."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", MaskedHelpFormatter)
@@ -77,3 +83,37 @@ class Parser(argparse.ArgumentParser):
             if warning:
                 print(f"trending: warning: {warning}", file=sys.stderr)
         return super()._get_values(action, arg_strings)
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        if action.type in _NUMBERS:
+            try:
+                return action.type(arg_string)
+            except ValueError:
+                wanted = _NUMBERS[action.type]
+                raise argparse.ArgumentError(action, f"want {wanted}, got {arg_string!r}") from None
+        return super()._get_value(action, arg_string)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """As argparse's, but what is left over is an error of this (sub-)command, which knows
+        its own options: a sub-command's leftovers would otherwise reach ``trending`` itself."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(self.unrecognized(extras))
+        return parsed, extras
+
+    def unrecognized(self, extras: Sequence[str]) -> str:
+        """``unrecognized option --sise; did you mean --size?`` for the first of ``extras``."""
+        flags = [word for word in extras if word.startswith("-") and word != "-"]
+        if not flags:
+            return f"unrecognized argument {extras[0]!r}"
+        name = flags[0].partition("=")[0]
+        known = [s for action in self._actions for s in action.option_strings]
+        close = difflib.get_close_matches(name, known, n=1)
+        return f"unrecognized option {name}" + (f"; did you mean {close[0]}?" if close else "")
+
+    def error(self, message: str) -> NoReturn:
+        """One line, ``trending run hashtags: error: MESSAGE``, and exit code 2 (argparse prints
+        the usage too; ``--help`` shows it)."""
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
