@@ -170,3 +170,16 @@ def test_conf_wins_but_jars_are_merged(installed: Path) -> None:
     assert settings["spark.x"] == "1"
     assert settings["spark.jars"].split(",")[0] == "/mine.jar"
     assert str(installed) in settings["spark.jars"].split(",")
+
+
+def test_the_project_classes_refuse_a_spark_older_than_their_checkpoint_classes() -> None:
+    from trending.spark import project_classes
+
+    class Session:  # what use_project_classes reads before it touches the JVM
+        version = "4.0.1"
+        sparkContext = type("Context", (), {"_jvm": object()})()  # noqa: N815 (pyspark's name)
+
+    with pytest.raises(UserError, match=r"Spark 4\.1 or newer \(the session runs 4\.0\.1\)"):
+        project_classes.use_project_classes(Session())  # type: ignore[arg-type]
+    assert project_classes._major_minor("4.1.1") == (4, 1)
+    assert project_classes._major_minor("4.3.0-preview1") == (4, 3)

@@ -27,6 +27,13 @@ def use_project_classes(spark: SparkSession) -> None:
     jvm: Any = getattr(spark.sparkContext, "_jvm", None)
     if jvm is None:
         raise UserError("the trending functions need a classic Spark session, not Spark Connect")
+    version = str(spark.version)
+    if _major_minor(version) < (4, 1):
+        raise UserError(
+            f"this needs Spark 4.1 or newer (the session runs {version}): the project's JVM "
+            "classes use Spark 4.1's checkpoint classes; spl_window and temporal_window run on "
+            "Spark 4.0 too"
+        )
     if jvm.org.apache.spark.util.Utils.classIsLoadable(PROBE):
         return  # on the class path (spark.jars, --jars) or already this thread's
     loader = spark._jsparkSession.sharedState().jarClassLoader()
@@ -35,6 +42,12 @@ def use_project_classes(spark: SparkSession) -> None:
 
         spark._jsparkSession.sessionState().resourceLoader().addJar(str(project_jar()))
     jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    """``(4, 1)`` of ``"4.1.1"`` (a pre-release suffix ignored)."""
+    parts = [int("".join(c for c in p if c.isdigit()) or 0) for p in version.split(".")[:2]]
+    return parts[0], parts[1] if len(parts) > 1 else 0
 
 
 def _loads(jvm: Any, loader: Any) -> bool:
