@@ -1,7 +1,8 @@
 """Sub-commands of the ``trending`` command line; each module has ``register(subparsers)``.
 
 Every parser is a :class:`Parser`: it warns of a flag whose value carries a secret, and its help
-never prints one. The parsers that show defaults use :class:`DefaultsHelpFormatter`.
+never prints one. Every parser shows defaults one way, ``(default: X)``, added by
+:class:`DefaultsHelpFormatter`: help texts do not write them by hand.
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ class DefaultsHelpFormatter(MaskedHelpFormatter, argparse.ArgumentDefaultsHelpFo
 _NUMBERS = {int: "a whole number", float: "a number"}
 
 
+class RawDescriptionFormatter(DefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """:class:`DefaultsHelpFormatter` that keeps the description's own line breaks."""
+
+
 class Parser(argparse.ArgumentParser):
     """The parser of ``trending`` and of each sub-command (sub-parsers are of their parent's
     class): one warning on standard error for every flag whose value carries a secret, which
@@ -73,7 +78,7 @@ class Parser(argparse.ArgumentParser):
     line on standard error, named by the sub-command it belongs to, and exit code 2."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", MaskedHelpFormatter)
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:

@@ -18,19 +18,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "broker",
         help="run a local single-node Kafka broker (Apache Kafka 4.1.1, KRaft)",
         description=(
-            "Run Apache Kafka 4.1.1 (KRaft, broker and controller in one JVM) from the jars of "
-            "`make jars`. Prints the bootstrap address on stdout once a client gets metadata; "
-            "logs go to DIR/logs/server.log. Ctrl-C or SIGTERM stops it cleanly."
+            "Run Apache Kafka 4.1.1 (KRaft, broker and controller in one JVM) from the jars that "
+            "make jars fetches. Prints the bootstrap address on stdout once a client gets "
+            "metadata; logs go to DIR/logs/server.log. Ctrl-C or SIGTERM stops it cleanly."
         ),
     )
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="client port (9092)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="client port")
     parser.add_argument(
         "--data-dir",
         type=Path,
         default=DEFAULT_DATA_DIR,
         metavar="DIR",
-        help="topics, cluster id, config and logs; kept across restarts "
-        f"(default: {DEFAULT_DATA_DIR})",
+        help="topics, cluster id, config and logs; kept across restarts",
     )
     parser.add_argument(
         "--controller-port",
@@ -43,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=duration_s,
         default="90s",
         metavar="DURATION",
-        help="how long to wait for start-up (90)",
+        help="how long to wait for start-up",
     )
     parser.set_defaults(handler=run)
 

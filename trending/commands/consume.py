@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "sensor-late*, interval-events-late*, *-dlq/*.dlq/*dead-letter* -> dead_letter. Bytes "
         "fields print as base64; timestamps as epoch ms with --json.",
     )
-    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("topic", metavar="TOPIC", help="the topic to read")
     parser.add_argument("--from-beginning", action="store_true", help="read all, not only new")
     parser.add_argument("--json", action="store_true", help="compact JSON of each value")
     parser.add_argument(

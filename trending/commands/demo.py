@@ -28,7 +28,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "demo",
         help="run the trending-hashtags job on a local broker and show live results",
-        description=__doc__,
+        description="Start a local Kafka broker, produce a burst of tweets, run the "
+        "trending-hashtags job on them and on a live tweet stream, and show its top-k as it "
+        "changes. Everything the demo starts it stops again: the tweet stream, the job and the "
+        "broker.",
         formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument(

@@ -42,18 +42,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Write tweets as Avro to a topic (created when missing). Generated tweets "
         "are deterministic given --seed and --start-ms.",
     )
-    tweets.add_argument("--topic", default="tweets", metavar="TOPIC", help="target topic (tweets)")
+    tweets.add_argument("--topic", default="tweets", metavar="TOPIC", help="target topic")
     tweets.add_argument(
-        "--partitions", type=int, metavar="P", default=4, help="when creating the topic (4)"
+        "--partitions", type=int, metavar="P", default=4, help="when creating the topic"
     )
     tweets.add_argument(
-        "--count", type=int, metavar="N", default=100_000, help="tweets to generate (100000)"
+        "--count", type=int, metavar="N", default=100_000, help="tweets to generate"
     )
     tweets.add_argument("--from-jsonl", type=Path, metavar="FILE", help="replay a JSON-lines file")
     tweets.add_argument(
-        "--rate", type=float, metavar="R", help="cap in tweets/s of wall time (no cap)"
+        "--rate", type=float, metavar="R", help="cap in tweets/s of wall time (default: no cap)"
     )
-    tweets.add_argument("--seed", type=int, metavar="S", default=1, help="random seed (1)")
+    tweets.add_argument("--seed", type=int, metavar="S", default=1, help="random seed")
     tweets.add_argument(
         "--start-ms", type=int, metavar="T", help="first event time (default: to end now)"
     )
@@ -62,40 +62,34 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=float,
         metavar="E",
         default=1000.0,
-        help="event-time rate (1000)",
+        help="event-time rate",
     )
     tweets.add_argument(
         "--jitter",
         type=duration_ms,
         default="2s",
         metavar="DURATION",
-        help="max out-of-order delay (2s)",
+        help="max out-of-order delay",
     )
-    tweets.add_argument(
-        "--vocabulary", type=int, metavar="V", default=50_000, help="hashtags (50000)"
-    )
-    tweets.add_argument(
-        "--zipf-s", type=float, metavar="S", default=1.1, help="Zipf exponent (1.1)"
-    )
-    tweets.add_argument(
-        "--users", type=int, metavar="U", default=100_000, help="distinct users (100000)"
-    )
+    tweets.add_argument("--vocabulary", type=int, metavar="V", default=50_000, help="hashtags")
+    tweets.add_argument("--zipf-s", type=float, metavar="S", default=1.1, help="Zipf exponent")
+    tweets.add_argument("--users", type=int, metavar="U", default=100_000, help="distinct users")
     tweets.add_argument(
         "--burst-every",
         type=duration_ms,
         default="10m",
         metavar="DURATION",
-        help="a new trending tag every (10m)",
+        help="a new trending tag every",
     )
     tweets.add_argument(
         "--burst-length",
         type=duration_ms,
         default="3m",
         metavar="DURATION",
-        help="of event time (3m)",
+        help="of event time",
     )
     tweets.add_argument(
-        "--burst-share", type=float, metavar="F", default=0.3, help="of tags in a burst (0.3)"
+        "--burst-share", type=float, metavar="F", default=0.3, help="of tags in a burst"
     )
     _add_common_arguments(tweets)
     tweets.set_defaults(handler=run_tweets)
@@ -123,9 +117,7 @@ def _register_readings(kinds: argparse._SubParsersAction[argparse.ArgumentParser
         help="synthetic sensor readings (the SensorQuery Beacon) or --from-jsonl",
         fields="sensor_id, x, y, value, ts",
     )
-    readings.add_argument(
-        "--sensors", type=int, metavar="K", default=100, help="sensor ids 0..K-1 (100)"
-    )
+    readings.add_argument("--sensors", type=int, metavar="K", default=100, help="sensor ids 0..K-1")
     readings.set_defaults(handler=run_readings)
 
 
@@ -136,9 +128,7 @@ def _register_queries(kinds: argparse._SubParsersAction[argparse.ArgumentParser]
         help="synthetic sensor queries (ids 0, 1, 2, ...) or --from-jsonl",
         fields="query_id, x, y, distance, ts",
     )
-    queries.add_argument(
-        "--distance", type=float, metavar="D", default=0.05, help="of every query (0.05)"
-    )
+    queries.add_argument("--distance", type=float, metavar="D", default=0.05, help="of every query")
     queries.set_defaults(handler=run_queries)
 
 
@@ -155,16 +145,18 @@ def _sensor_parser(
         f"in [0, 1); record i has ts = start + floor(i * 1000 / E). A --from-jsonl line holds "
         f"{fields} (ts as epoch ms or ISO-8601).",
     )
-    parser.add_argument("--topic", default=topic, metavar="TOPIC", help=f"target topic ({topic})")
+    parser.add_argument("--topic", default=topic, metavar="TOPIC", help="target topic")
     parser.add_argument(
-        "--partitions", type=int, metavar="P", default=4, help="when creating the topic (4)"
+        "--partitions", type=int, metavar="P", default=4, help="when creating the topic"
     )
     parser.add_argument(
-        "--count", type=int, metavar="N", default=10_000, help=f"{kind} to generate (10000)"
+        "--count", type=int, metavar="N", default=10_000, help=f"{kind} to generate"
     )
     parser.add_argument("--from-jsonl", type=Path, metavar="FILE", help="replay a JSON-lines file")
-    parser.add_argument("--rate", type=float, metavar="R", help=f"cap in {kind}/s of wall time")
-    parser.add_argument("--seed", type=int, metavar="S", default=1, help="random seed (1)")
+    parser.add_argument(
+        "--rate", type=float, metavar="R", help=f"cap in {kind}/s of wall time (default: no cap)"
+    )
+    parser.add_argument("--seed", type=int, metavar="S", default=1, help="random seed")
     parser.add_argument(
         "--start-ms", type=int, metavar="T", help="first event time (default: to end now)"
     )
@@ -173,7 +165,7 @@ def _sensor_parser(
         type=float,
         metavar="E",
         default=1000.0,
-        help="event-time rate (1000)",
+        help="event-time rate",
     )
     _add_common_arguments(parser)
     return parser
@@ -191,17 +183,15 @@ def _register_events(kinds: argparse._SubParsersAction[argparse.ArgumentParser])
         "numbers. Events are keyed by key; an end edge gets the key of its start edge earlier "
         "in the file. Each CTI goes to every partition of the topic.",
     )
+    events.add_argument("--topic", default="interval-events", metavar="TOPIC", help="target topic")
     events.add_argument(
-        "--topic", default="interval-events", metavar="TOPIC", help="target topic (interval-events)"
-    )
-    events.add_argument(
-        "--partitions", type=int, metavar="P", default=4, help="when creating the topic (4)"
+        "--partitions", type=int, metavar="P", default=4, help="when creating the topic"
     )
     events.add_argument(
         "--from-jsonl", type=Path, metavar="FILE", required=True, help="the replay file to load"
     )
     events.add_argument(
-        "--rate", type=float, metavar="R", help="cap in messages/s of wall time (no cap)"
+        "--rate", type=float, metavar="R", help="cap in messages/s of wall time (default: no cap)"
     )
     _add_common_arguments(events)
     events.set_defaults(handler=run_events)

@@ -126,10 +126,14 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     _add_tweet_bounds(parser)
     topics = parser.add_argument_group("topics")
-    topics.add_argument("--input-topic", default="tweets")
-    topics.add_argument("--output-topic", default="trending-hashtags")
-    topics.add_argument("--late-topic", default="tweets-late")
-    topics.add_argument("--dead-letter-topic", default="tweets-dlq")
+    topics.add_argument("--input-topic", default="tweets", help="the tweets to read")
+    topics.add_argument(
+        "--output-topic", default="trending-hashtags", help="each window's top-k records"
+    )
+    topics.add_argument("--late-topic", default="tweets-late", help="tweets behind the watermark")
+    topics.add_argument(
+        "--dead-letter-topic", default="tweets-dlq", help="undecodable or out-of-bounds records"
+    )
     _add_spark_arguments(parser, topics, "checkpoints/hashtags")
     parser.set_defaults(handler=run_hashtags)
 
@@ -203,12 +207,22 @@ def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     _add_trigger_arguments(parser, "apply what the final watermark allows")
     topics = parser.add_argument_group("topics")
-    topics.add_argument("--readings-topic", default="sensor-readings")
-    topics.add_argument("--queries-topic", default="sensor-queries")
-    topics.add_argument("--matches-topic", default="sensor-matches")
-    topics.add_argument("--popular-topic", default="popular-readings")
-    topics.add_argument("--late-topic", default="sensor-late")
-    topics.add_argument("--dead-letter-topic", default="sensor-dlq")
+    topics.add_argument(
+        "--readings-topic", default="sensor-readings", help="the sensor readings to read"
+    )
+    topics.add_argument("--queries-topic", default="sensor-queries", help="the queries to read")
+    topics.add_argument(
+        "--matches-topic", default="sensor-matches", help="one record per match of a query"
+    )
+    topics.add_argument(
+        "--popular-topic",
+        default="popular-readings",
+        help="evicted readings matched at least --threshold times",
+    )
+    topics.add_argument(
+        "--late-topic", default="sensor-late", help="readings and queries behind the watermark"
+    )
+    topics.add_argument("--dead-letter-topic", default="sensor-dlq", help="undecodable records")
     _add_spark_arguments(parser, topics, "checkpoints/sensors")
     parser.set_defaults(handler=run_sensors)
 
@@ -218,7 +232,7 @@ def _register_windows(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
         "windows",
         help="a temporal window spec (hopping, snapshot, count, alter) per key",
         description=(
-            "Run a temporal window spec (the same JSON or YAML as `trending windows replay`: "
+            "Run a temporal window spec (the same JSON or YAML as trending windows replay: "
             "hopping, tumbling with a duration, snapshot, count, alter) per key over interval "
             "events, edges and CTIs, and publish each row once it is final. Every key's CTI is "
             "the watermark: max sync time (start; an end edge's end) - lateness, raised by CTI "
@@ -238,10 +252,20 @@ def _register_windows(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     _add_trigger_arguments(parser, "close the input (a CTI at the end of time)")
     topics = parser.add_argument_group("topics")
-    topics.add_argument("--input-topic", default="interval-events")
-    topics.add_argument("--output-topic", default="window-rows")
-    topics.add_argument("--late-topic", default="interval-events-late")
-    topics.add_argument("--dead-letter-topic", default="interval-events-dlq")
+    topics.add_argument(
+        "--input-topic",
+        default="interval-events",
+        help="the interval events, edges and CTIs to read",
+    )
+    topics.add_argument(
+        "--output-topic", default="window-rows", help="the window rows, each once it is final"
+    )
+    topics.add_argument(
+        "--late-topic", default="interval-events-late", help="events behind the watermark"
+    )
+    topics.add_argument(
+        "--dead-letter-topic", default="interval-events-dlq", help="undecodable or invalid events"
+    )
     _add_spark_arguments(parser, topics, "checkpoints/windows")
     parser.set_defaults(handler=run_windows)
 

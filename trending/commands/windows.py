@@ -16,35 +16,37 @@ from typing import Any, TextIO
 
 import yaml
 
+from trending.commands import RawDescriptionFormatter
 from trending.errors import UserError
 from trending.windows.replay import ReplayError, replay
 from trending.windows.spl.spec import SpecError
 
 PROG = "trending windows replay"
+# Plain text: ``--help`` prints it as written
 REPLAY_DESCRIPTION = """\
-Replay a window spec over JSON lines: ``trending windows replay SPEC < in > out``.
+Replay a window spec over JSON lines: trending windows replay SPEC < in > out
 
-SPEC is a JSON or YAML file holding an SPL window spec (see :mod:`trending.windows.spl.spec`)
-or a temporal one (StreamInsight windows, :mod:`trending.windows.temporal.spec`): ``kind``
-``hopping``, ``snapshot``, ``count`` or ``alter``, or ``tumbling`` with a ``duration``, is
-temporal (input and output lines: :mod:`trending.windows.temporal_replay`); ``sliding``, or
-``tumbling`` with an ``evict``, is SPL. For an SPL spec, each input line is one JSON object:
+SPEC is a JSON or YAML file holding an SPL window spec (trending/windows/spl/spec.py) or a
+temporal one (StreamInsight windows, trending/windows/temporal/spec.py): kind hopping,
+snapshot, count or alter, or tumbling with a duration, is temporal (input and output lines:
+trending/windows/temporal_replay.py); sliding, or tumbling with an evict, is SPL. For an SPL
+spec, each input line is one JSON object:
 
-* ``{"tuple": {...}}`` insert a tuple (into the partition ``tuple[partition_by]`` if the spec
-  has ``partition_by``) at the current clock time,
-* ``{"punct": true}`` insert a window punctuation,
-* ``{"time": T}`` advance the clock to ``T`` seconds (the clock starts at 0 and only these
-  lines move it; there is no wall clock).
+  {"tuple": {...}}  insert a tuple (into the partition tuple[partition_by] if the spec has
+                    partition_by) at the current clock time,
+  {"punct": true}   insert a window punctuation,
+  {"time": T}       advance the clock to T seconds (the clock starts at 0 and only these
+                    lines move it; there is no wall clock).
 
-Each output line is one window event, in the order the events fire::
+Each output line is one window event, in the order the events fire:
 
     {"event": NAME, "partition": P, "tuples": [...]}
 
-``P`` is the partition key (``null`` for a non-partitioned window); ``tuples`` (oldest first)
-is the window content for ``trigger``, ``initial_full``, flush and partition events and the
-tuple concerned for insert and evict events. Flush events of a window with summaries also
-carry ``"summary": {...}``. Blank input lines are skipped; a malformed line stops the replay
-with an error naming its line number (exit code 2).
+P is the partition key (null for a non-partitioned window); tuples (oldest first) is the
+window content for trigger, initial_full, flush and partition events and the tuple concerned
+for insert and evict events. Flush events of a window with summaries also carry
+"summary": {...}. Blank input lines are skipped; a malformed line stops the replay with an
+error naming its line number (exit code 2).
 """
 
 
@@ -60,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "replay",
         help="replay JSON lines from stdin through a window spec, events to stdout",
         description=REPLAY_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionFormatter,
     )
     add_arguments(parser)
     parser.set_defaults(handler=_replay)
