@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import random
-import subprocess
-import sys
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -28,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.examples import run_example
 from tests.support.plain_session import plain_session
 from tests.support.queries import poll_until
 
@@ -365,16 +363,7 @@ def test_a_streaming_window_names_the_setting_it_misses(spark: Any, tmp_path: Pa
 
 
 def test_the_example_runs_on_a_plain_session() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "library_spl_window.py")],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    lines = run_example("library_spl_window.py")
     assert "batch: sensor 1 window [1, 4, 7] mean 4.0" in lines
     assert "stream: sensor 2 window [2, 5, 8] mean 5.0" in lines
     assert "stream: sensor 2 window [11, 14, 17] mean 14.0" in lines

@@ -18,10 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
-import os
 import random
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.examples import run_example
 from tests.support.plain_session import plain_session
 from tests.support.queries import poll_until
 
@@ -422,16 +420,7 @@ def test_a_streaming_window_names_the_setting_it_misses(spark: Any, tmp_path: Pa
 
 
 def test_the_example_runs_on_a_plain_session() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "library_temporal_window.py"), "--windows", "6"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    lines = run_example("library_temporal_window.py", "--windows", "6")
     assert "batch: room 1 [00:00:00, 00:00:10) average 21.5" in lines
     assert "batch: room 2 [00:00:10, 00:00:20) average 19.0" in lines
     assert any(line.startswith("rate: key 0 ") and line.endswith(" count 5") for line in lines)

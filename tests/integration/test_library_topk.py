@@ -19,8 +19,6 @@ import datetime as dt
 import json
 import os
 import random
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -29,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.examples import run_example
 from tests.support.plain_session import plain_session
 
 pytestmark = pytest.mark.integration
@@ -252,17 +251,7 @@ def test_settings_and_columns_are_checked_at_once(spark: Any) -> None:
 
 
 def test_the_example_runs_on_a_plain_session() -> None:
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, str(root / "examples" / "library_sliding_topk.py"), "--finals", "3"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    lines = run_example("library_sliding_topk.py", "--finals", "3")
     # the batch: 10-second windows every 5 seconds, top 2 (count desc, then page asc)
     assert lines[:4] == [
         "batch: [23:59:55, 00:00:05) final: home 2, blog 1",
