@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Protocol
+from datetime import datetime, timezone
+from typing import Protocol, TextIO
 
 from trending import __version__
 from trending.commands import Parser
-from trending.config import CONFIG_ENV, ConfigError, configure, exposed_secrets_warnings
+from trending.config import (
+    CONFIG_ENV,
+    ConfigError,
+    configure,
+    exposed_secrets_warnings,
+    subcommands,
+)
 from trending.errors import UserError
 
+LOG_FORMATS = ("text", "json")
 # Each module registers its own sub-command(s) with ``register(subparsers)``.
 COMMAND_MODULES = (
     "trending.commands.broker",
@@ -43,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"a TOML or YAML file of option values for every command (default: ${CONFIG_ENV}); "
         "flags and environment variables win over it",
     )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="log lines on standard error: text for people, or json: one JSON object a line "
+        "with time (ISO 8601, UTC), level, job, batch and message",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         module: _CommandModule = importlib.import_module(name)
@@ -59,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as error:
         return _report(error)
     args = parser.parse_args(arguments)
+    configure_logging(args.log_format, command_of(parser, args))
     for warning in exposed_secrets_warnings(config, args, os.environ):
         print(f"trending: warning: {warning}", file=sys.stderr)
     try:
@@ -68,6 +86,61 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return code
+
+
+def command_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The sub-command ``args`` runs, e.g. ``run hashtags``."""
+    words: list[str] = []
+    while children := subcommands(parser):
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        words.append(getattr(args, action.dest))
+        parser = children[words[-1]]
+    return " ".join(words)
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object a line: ``time`` (ISO 8601, UTC), ``level``, ``job`` (the sub-command),
+    ``batch`` (the micro-batch a record is about, else null) and ``message`` (with the
+    traceback of an exception, if any)."""
+
+    def __init__(self, job: str) -> None:
+        super().__init__()
+        self.job = job
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.exc_info:
+            message += "\n" + self.formatException(record.exc_info)
+        moment = datetime.fromtimestamp(record.created, tz=timezone.utc)
+        entry = {
+            "time": moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "job": self.job,
+            "batch": getattr(record, "batch", None),
+            "message": message,
+        }
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+_installed: list[logging.Handler] = []
+
+
+def configure_logging(log_format: str, job: str, stream: TextIO | None = None) -> None:
+    """Log as ``--log-format`` says. ``text`` leaves logging as the jobs set it up (a time and
+    the message); ``json`` puts a :class:`JsonLogFormatter` handler on the root logger (on
+    ``stream``, else standard error) first, which the jobs' set-up then keeps."""
+    root = logging.getLogger()
+    while _installed:
+        root.removeHandler(_installed.pop())
+    if log_format != "json":
+        return
+    handler = logging.StreamHandler(sys.stderr if stream is None else stream)
+    handler.setFormatter(JsonLogFormatter(job))
+    root.addHandler(handler)
+    _installed.append(handler)
+    if root.level == logging.NOTSET or root.level > logging.WARNING:
+        root.setLevel(logging.WARNING)
+    logging.getLogger("trending").setLevel(logging.INFO)
 
 
 def _report(error: UserError) -> int:

@@ -99,6 +99,8 @@ def config_path(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[str, s
         if len(name) > 2 and "--config".startswith(name):
             path = value if eq else next(tokens, "")
             return (path, "--config") if path else None
+        if not eq and name not in ("-h", "--help", "--version"):
+            next(tokens, None)  # the value of another option of trending itself (--log-format)
     found = environ.get(CONFIG_ENV)
     return (found, f"${CONFIG_ENV}") if found else None
 

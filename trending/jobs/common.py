@@ -113,7 +113,7 @@ class CommittedBatches(Generic[S]):
                 observe(stats, self)
             except Exception:  # metrics must never fail a batch
                 log.exception("metrics: could not record batch %d", stats.batch_id)
-        log.info(self._describe(stats))
+        log.info(self._describe(stats), extra={"batch": stats.batch_id})
 
 
 def brief(error: BaseException) -> str:

@@ -1,0 +1,93 @@
+"""``trending --log-format json``: one JSON object a line with time, level, job, batch, message."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from trending.cli import build_parser, command_of, configure_logging
+from trending.config import config_path
+
+KEYS = {"time", "level", "job", "batch", "message"}
+
+
+@pytest.fixture
+def stream() -> Iterator[io.StringIO]:
+    out = io.StringIO()
+    levels = {name: logging.getLogger(name).level for name in ("", "trending")}
+    configure_logging("json", "run hashtags", stream=out)
+    yield out
+    configure_logging("text", "")
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+def entries(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_a_record_is_one_json_object_with_the_keys(stream: io.StringIO) -> None:
+    logging.getLogger("trending.jobs").info("batch 7: 120 rows", extra={"batch": 7})
+    (entry,) = entries(stream)
+    assert set(entry) == KEYS
+    assert entry["level"] == "INFO" and entry["job"] == "run hashtags"
+    assert entry["batch"] == 7 and entry["message"] == "batch 7: 120 rows"
+    moment = datetime.fromisoformat(str(entry["time"]).replace("Z", "+00:00"))
+    assert moment.utcoffset() == timezone.utc.utcoffset(None)
+    assert str(entry["time"]).endswith("Z")
+
+
+def test_a_record_without_a_batch_has_batch_null(stream: io.StringIO) -> None:
+    logging.getLogger("trending.lease").warning("checkpoint: %s", "repaired")
+    (entry,) = entries(stream)
+    assert entry["batch"] is None and entry["message"] == "checkpoint: repaired"
+    assert entry["level"] == "WARNING"
+
+
+def test_an_exception_stays_on_one_line(stream: io.StringIO) -> None:
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        logging.getLogger("trending.jobs").exception("metrics: could not record batch %d", 3)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1
+    (entry,) = entries(stream)
+    assert "RuntimeError: boom" in str(entry["message"])
+
+
+def test_text_is_the_default_and_adds_no_handler() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["run", "hashtags"])
+    assert args.log_format == "text"
+    handlers = list(logging.getLogger().handlers)
+    configure_logging(args.log_format, command_of(parser, args))
+    assert logging.getLogger().handlers == handlers
+
+
+def test_the_job_is_the_sub_command() -> None:
+    parser = build_parser()
+    for argv, job in (
+        (["--log-format", "json", "run", "hashtags"], "run hashtags"),
+        (["produce", "tweets"], "produce tweets"),
+        (["windows", "replay", "spec.yaml"], "windows replay"),
+        (["broker"], "broker"),
+    ):
+        assert command_of(parser, parser.parse_args(argv)) == job
+
+
+def test_the_config_file_is_found_after_log_format(tmp_path: Path) -> None:
+    config = str(tmp_path / "trending.toml")
+    found = config_path(["--log-format", "json", "--config", config, "run", "hashtags"], {})
+    assert found == (config, "--config")
+
+
+def test_the_batch_of_a_micro_batch_log_line() -> None:
+    """The line each micro-batch logs carries its batch id."""
+    source = (Path(__file__).parents[2] / "trending/jobs/common.py").read_text(encoding="utf-8")
+    assert 'log.info(self._describe(stats), extra={"batch": stats.batch_id})' in source
