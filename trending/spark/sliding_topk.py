@@ -101,13 +101,8 @@ def duration_ms(value: Duration, name: str) -> int:
         raise TopKError(f"{name}: a duration such as '5m' or milliseconds, not {value!r}")
     if isinstance(value, int):
         return value
-    text = value.strip().lower()
-    words = {"millisecond": "ms", "second": "s", "minute": "m", "hour": "h", "day": "d"}
-    parts = text.split()
-    if len(parts) == 2 and parts[1].rstrip("s") in words:
-        text = parts[0] + words[parts[1].rstrip("s")]
     try:
-        return parse_duration_ms(text)
+        return parse_duration_ms(value)
     except ValueError as error:
         raise TopKError(f"{name}: {error}") from None
 
