@@ -29,11 +29,11 @@ env: check-tools $(VENV)/.installed
 # pkg_resources, which 80.9 deprecates with a UserWarning (an error under the tests' warning
 # filter) and 81 removes. PYTHONWARNINGS keeps setuptools' notes on editable installs off the
 # screen.
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet 'setuptools>=77,<80.9' wheel
-	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -c constraints.txt -e '.[dev,docs]'
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev,docs]'
 	@touch $@
 
 # JVM jars from Maven Central, declared once in jvm/*/pom.xml, copied into build/jars/<group>.

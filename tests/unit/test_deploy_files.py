@@ -665,8 +665,6 @@ def test_the_images_install_the_wheel_and_its_requirements(name: str) -> None:
     requirements = [d for s, _, d in copies(stage) if s == "requirements"]
     assert requirements and any(f"-r {requirements[0]}" in a for a in runs)
     assert runs.index(install) > max(i for i, a in enumerate(runs) if f"-r {requirements[0]}" in a)
-    # the exact versions the jars are built for, as make env installs them (constraints.txt)
-    assert any("-c " in a and "constraints.txt" in a and "-r " in a for a in runs)
 
 
 def test_dockerfile_runs_trending_as_a_non_root_user_with_state_on_a_volume() -> None:
@@ -697,7 +695,7 @@ def test_every_copy_source_is_in_the_repository_or_made_by_a_stage() -> None:
         if line.strip() and not line.startswith("#")
     ]
     made = {
-        "requirements": {"/src/requirements.txt", "/src/constraints.txt"},
+        "requirements": {"/src/requirements.txt"},
         "jars": {f"/src/build/jars/{g}" for g in JAR_GROUPS},
         "wheel": {"/src/dist", "/src/build/jars/udf"},
     }
