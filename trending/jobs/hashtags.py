@@ -1,12 +1,19 @@
 """Trending hashtags: the top-k hashtags of every sliding event-time window, from Kafka to Kafka.
 
-Tweets are read from Kafka and counted on the executors: per hashtag and pane in Spark's state
-store, with the window counts of changed hashtags cut to at most k candidates per window
-(:mod:`trending.spark.hashtag_state`). The driver merges those candidates into the last published
-top-k of each open window (:class:`trending.windows.topk_merge.TopKMerger`) and publishes, in one
-Kafka transaction per micro-batch, every changed top-k, every window the watermark closes, the
-late tweets, the dead letters, and its own small state with the batch's marker
-(:mod:`connectors.transactions`).
+Wiring of the library's sliding top-k (:class:`trending.SlidingTopK`) between Kafka and Kafka:
+
+* source and decoding: tweets read from Kafka, decoded, bounded and sorted into counted, late
+  and dead records (:func:`trending.spark.hashtag_state.hashtag_records`);
+* the top-k: :meth:`SlidingTopK.count_records` counts each tweet's hashtags on the executors,
+  :meth:`SlidingTopK.merge` merges each micro-batch's candidates into the last top-k of each open
+  window (:class:`trending.windows.topk_merge.TopKMerger`);
+* the exactly-once writer: one Kafka transaction per micro-batch with every changed top-k, every
+  window the watermark closes, the late tweets, the dead letters, and the merge's small state
+  with the batch's marker (:mod:`connectors.transactions`), from which a restart resumes.
+
+The library's own writer, :class:`trending.TopKBatches`, keeps that state in the query's
+checkpoint instead; the job keeps it in the transaction, so the state and the results it
+produced are committed together.
 """
 
 from __future__ import annotations
@@ -16,8 +23,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from pyspark import StorageLevel
 
 from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
@@ -45,16 +50,11 @@ from trending.spark.collect import in_parts
 from trending.spark.hashtag_state import (
     LATE,
     SIDE_COLUMNS,
-    BatchParams,
-    HashtagState,
-    candidate_rows,
-    counted_rows,
     hashtag_records,
     register_functions,
-    side_rows,
-    top_candidates,
     warm_up,
 )
+from trending.spark.sliding_topk import SlidingTopK, TopKSettings
 from trending.text.bounds import TweetBounds
 from trending.windows.sliding import SlidingWindows
 from trending.windows.topk_merge import MergeState, TopKMerger, TopKUpdate
@@ -89,6 +89,10 @@ class HashtagJobConfig(JobSettings):
     @property
     def windows(self) -> SlidingWindows:
         return SlidingWindows(self.size_ms, self.hop_ms, self.align_ms)
+
+    @property
+    def topk_settings(self) -> TopKSettings:
+        return TopKSettings(self.size_ms, self.hop_ms, self.align_ms, self.k, self.lateness_ms)
 
     @property
     def open_windows(self) -> int:
@@ -149,13 +153,13 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
         checkpoint: JobCheckpoint,
         job_id: str,
         writer: TransactionalBatchWriter,
-        state: HashtagState,
+        topk: SlidingTopK,
     ) -> None:
         self.config = config
         self.checkpoint = checkpoint
         self.job_id = job_id
         self.writer = writer
-        self.state = state
+        self.topk = topk
         restored = committed_state(writer, MergeState.from_json)
         self.merger = TopKMerger(config.windows, config.k, config.lateness_ms, restored)
         url = config.schema_registry_url
@@ -179,44 +183,32 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
         return _describe(stats)
 
     def _process(self, batch: DataFrame, batch_id: int, stats: BatchStats) -> None:
-        merger = self.merger
         clock_ms = self.checkpoint.batch_clock_ms(batch_id)
-        params = BatchParams(merger.watermark_ms, merger.thresholds(), clock_ms)
-        self.state.prepare(batch, params)
-        clock = time.monotonic()
-        cached = batch.persist(StorageLevel.MEMORY_AND_DISK)  # the plan runs once
-        try:
-            candidates = candidate_rows(counted_rows(cached).toArrow())
-            on_time, newest = self.state.figures()  # read before anything reads the cache again
-            stats.phases["spark"] = time.monotonic() - clock
+        with self.topk.merge(batch, self.merger, clock_ms) as merged:
+            stats.phases.update(merged.phases)
+            stats.newest_event_ms = merged.newest_event_ms
             clock = time.monotonic()
-            stats.newest_event_ms = newest
-            updates = merger.apply_batch(candidates, newest)
-            stats.phases["windows"] = time.monotonic() - clock
-            clock = time.monotonic()
+            updates = merged.updates
             aside = self._side_output()
             results = [aside.result(r, batch_id, stats) for r in self._topk_records(updates)]
             stats.revisions = sum(not u.is_final for u in updates)
             stats.finals = len(updates) - stats.revisions
-            state = merger.state.to_json()
+            state = self.merger.state.to_json()
             stats.state_bytes = len(state_json(state))
             stats.phases["snapshot"] = time.monotonic() - clock
             clock = time.monotonic()
-            side = side_rows(cached)
             dead, reasons = stats.dead, dict(stats.dead_reasons)  # oversized results
 
             def records() -> Iterator[OutRecord]:
                 # the side records are counted anew by each attempt of the transaction
                 stats.late, stats.dead, stats.dead_reasons = 0, dead, dict(reasons)
                 yield from results
-                for part in in_parts(side, self.config.collect_part_bytes):
+                for part in in_parts(merged.side, self.config.collect_part_bytes):
                     yield from self._side_records(aside, part, stats)
 
             self.writer.write_batch(batch_id, records, state)
             stats.phases["publish"] = time.monotonic() - clock
-        finally:
-            cached.unpersist()
-        stats.tweets = on_time + stats.late + stats.dead - dead  # each side row once
+        stats.tweets = merged.counted + stats.late + stats.dead - dead  # each side row once
 
     def _side_records(
         self, aside: SideOutput, table: Any, stats: BatchStats
@@ -261,8 +253,8 @@ def open_processor(spark: SparkSession, config: HashtagJobConfig) -> HashtagBatc
 
     def build(job_id: str, writer: TransactionalBatchWriter) -> HashtagBatchProcessor:
         check_record_sizes(config, writer)
-        state = HashtagState(spark, config.windows, job_id)
-        return HashtagBatchProcessor(config, checkpoint, job_id, writer, state)
+        topk = SlidingTopK.of_hashtags(config.topk_settings, job_id)
+        return HashtagBatchProcessor(config, checkpoint, job_id, writer, topk)
 
     return open_job(checkpoint, config, "hashtags", config.state_settings(), build)
 
@@ -384,7 +376,8 @@ def start_query(
     )
     registry = config.registry
     if config.warm_up_rows:
-        warm_up(spark, processor.state, processor.tweet_schema, registry, config, options)
+        engine = processor.topk.engine(spark)
+        warm_up(spark, engine, processor.tweet_schema, registry, config, options)
     records = hashtag_records(
         read_kafka_stream(spark, options),
         processor.tweet_schema,
@@ -396,7 +389,7 @@ def start_query(
         config.bounds,
     )
     writer = (
-        top_candidates(processor.state.apply(records), config.k)
+        processor.topk.count_records(records)
         .writeStream.queryName(f"trending-hashtags-{processor.job_id}")
         .option("checkpointLocation", processor.checkpoint.query_location)
         .outputMode("update")

@@ -24,9 +24,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time as clock
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
@@ -132,6 +134,17 @@ class TopKSettings:
         }
 
 
+@dataclass
+class MergedBatch:
+    """A micro-batch of a streaming top-k after :meth:`SlidingTopK.merge`."""
+
+    updates: list[TopKUpdate]  # revisions of changed windows, finals of closed ones, in order
+    counted: int  # keys counted (on time)
+    newest_event_ms: int | None  # newest event time counted
+    side: DataFrame  # the late and dead rows (``SIDE_COLUMNS``), read from the cached batch
+    phases: dict[str, float] = field(default_factory=dict)  # seconds: "spark", "windows"
+
+
 class SlidingTopK:
     """The ``k`` most frequent values of a key column in every sliding event-time window.
 
@@ -170,8 +183,6 @@ class SlidingTopK:
         problems = []
         if settings.size_ms <= 0 or settings.hop_ms <= 0:
             problems.append("size and hop must be positive")
-        elif settings.size_ms % settings.hop_ms:
-            problems.append(f"size ({settings.size_ms}ms) must be a multiple of hop")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             problems.append(f"k must be a positive integer, got {k!r}")
         if settings.lateness_ms < 0:
@@ -184,8 +195,21 @@ class SlidingTopK:
         self.settings = settings
         self.emit = frozenset(emits)
         self.job = f"topk-{uuid.uuid4().hex[:12]}"
+        self._keys_from_text = False
         self._state: HashtagState | None = None
         self._columns: StructType | None = None
+
+    @classmethod
+    def of_hashtags(cls, settings: TopKSettings, job: str) -> SlidingTopK:
+        """The top-k of the hashtags in a tweet's text (``trending run hashtags``): the same
+        windows and merge, but a record of :func:`~trending.spark.hashtag_state.hashtag_records`
+        counts once for each distinct hashtag of its ``text``, found on the executors (JVM);
+        ``job`` names the engine's batch settings (the job's checkpoint id)."""
+        s = settings
+        topk = cls(size=s.size_ms, hop=s.hop_ms, k=s.k, lateness=s.lateness_ms, align=s.align_ms)
+        topk.job = job
+        topk._keys_from_text = True
+        return topk
 
     def __call__(self, df: DataFrame, *, key: str, time: str) -> DataFrame:
         """The top-k of every window of batch ``df`` (:data:`TOPK_SCHEMA`, final rows)."""
@@ -198,7 +222,7 @@ class SlidingTopK:
         spark = df.sparkSession
         use_project_classes(spark)
         spark.streams  # noqa: B018 (starts the state store coordinator the count needs)
-        state = self._engine(spark)
+        state = self.engine(spark)
         records = self._records(df, key, time)
         state.prepare(records, BatchParams(None, {}, None))
         counts = DataFrame(state._java.batchCounts(records._jdf), spark)
@@ -227,8 +251,44 @@ class SlidingTopK:
         spark = df.sparkSession
         check_spark(spark, "none")
         use_project_classes(spark)
-        state = self._engine(spark)
-        return top_candidates(state.apply(self._records(df, key, time)), self.settings.k)
+        self.engine(spark)  # registers the function the records' lateness test calls
+        return self.count_records(self._records(df, key, time))
+
+    def count_records(self, records: DataFrame) -> DataFrame:
+        """The engine's half on the executors, on records already in its form
+        (``PaneCombiner.INPUT_COLUMNS``: ``kind``, ``event_ms``, ``text``, the source's
+        coordinates, ``reason``, and a watermark on ``on_time_at``): per window the <= k best
+        changed keys, and the late and dead rows, in one partition. :meth:`counts` builds those
+        records from a DataFrame's columns; the hashtags job from Kafka's tweets."""
+        state = self.engine(records.sparkSession)
+        return top_candidates(state.apply(records), self.settings.k)
+
+    @contextmanager
+    def merge(
+        self, batch: DataFrame, merger: TopKMerger, clock_ms: int | None = None
+    ) -> Iterator[MergedBatch]:
+        """Run micro-batch ``batch`` of :meth:`count_records` and merge its candidates into
+        ``merger`` (the last top-k of each open window, which the caller keeps from batch to
+        batch): the tasks cut their candidates at each window's k-th count, the driver merges
+        them. ``batch`` stays cached while the block runs, so its side rows
+        (:attr:`MergedBatch.side`) are read without running the plan again. ``clock_ms``:
+        the batch's processing time, for a clock-skew test in the records (the job's)."""
+        spark = batch.sparkSession
+        state = self.engine(spark)
+        state.prepare(batch, BatchParams(merger.watermark_ms, merger.thresholds(), clock_ms))
+        started = clock.monotonic()
+        cached = batch.persist(StorageLevel.MEMORY_AND_DISK)  # the plan runs once
+        try:
+            candidates = candidate_rows(counted_rows(cached).toArrow())
+            counted, newest = state.figures()  # before anything reads the cache again
+            merged = MergedBatch([], counted, newest, side_rows(cached))
+            merged.phases["spark"] = clock.monotonic() - started
+            started = clock.monotonic()
+            merged.updates = merger.apply_batch(candidates, newest)
+            merged.phases["windows"] = clock.monotonic() - started
+            yield merged
+        finally:
+            cached.unpersist()
 
     def batches(
         self,
@@ -244,7 +304,7 @@ class SlidingTopK:
         ``reason`` (``late``, ``no event time``)."""
         if self._state is None or self._columns is None:
             raise TopKError("call counts() before batches(): the writer belongs to its counts")
-        return TopKBatches(self, self._state, self._columns, handle, checkpoint, on_late)
+        return TopKBatches(self, self._columns, handle, checkpoint, on_late)
 
     def start(
         self,
@@ -273,10 +333,11 @@ class SlidingTopK:
             writer = writer.queryName(query_name)
         return writer.start()
 
-    def _engine(self, spark: SparkSession) -> HashtagState:
+    def engine(self, spark: SparkSession) -> HashtagState:
+        """The engine's stateful step in ``spark``'s JVM (made on first use)."""
         if self._state is None:
             s = self.settings
-            self._state = HashtagState(spark, s.windows, self.job, keys_from_text=False)
+            self._state = HashtagState(spark, s.windows, self.job, self._keys_from_text)
             spark.udf.registerJavaFunction(*WATERMARK_FUNCTION, LongType())
         return self._state
 
@@ -338,14 +399,12 @@ class TopKBatches:
     def __init__(
         self,
         topk: SlidingTopK,
-        state: HashtagState,
         columns: StructType,
         handle: Callable[[DataFrame, int], None],
         checkpoint: str,
         on_late: Callable[[DataFrame, int], None] | None,
     ) -> None:
         self.topk = topk
-        self.state = state
         self.columns = columns
         self.handle = handle
         self.checkpoint = checkpoint
@@ -360,26 +419,19 @@ class TopKBatches:
         spark = batch.sparkSession
         use_project_classes(spark)
         merger = self._merger_before(spark, batch_id)
-        self.state.prepare(batch, BatchParams(merger.watermark_ms, merger.thresholds(), None))
-        cached = batch.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            candidates = candidate_rows(counted_rows(cached).toArrow())
-            _, newest = self.state.figures()
-            updates = merger.apply_batch(candidates, newest)
-            rows = [u for u in updates if ("close" if u.is_final else "change") in self.topk.emit]
+        with self.topk.merge(batch, merger) as merged:
+            emit = self.topk.emit
+            rows = [u for u in merged.updates if ("close" if u.is_final else "change") in emit]
             self.handle(spark.createDataFrame(_rows(rows), TOPK_SCHEMA), batch_id)
-            side = side_rows(cached)
-            late = side.count()
+            late = merged.side.count()
             if late:
                 self.late += late
                 if self.on_late is not None:
-                    self.on_late(self._late_rows(side), batch_id)
+                    self.on_late(self._late_rows(merged.side), batch_id)
                 else:
                     log.warning(
                         "batch %d: %d rows not counted (late, no event time)", batch_id, late
                     )
-        finally:
-            cached.unpersist()
         self._save(batch_id, merger.state)
         self._batch = batch_id
 
