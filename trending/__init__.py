@@ -16,6 +16,9 @@ __version__ = "0.1.0"
 __all__ = [
     "TOPK_SCHEMA",
     "Publication",
+    "SensorBatches",
+    "SensorMatching",
+    "SensorMatchingError",
     "SlidingTopK",
     "SplRunnerError",
     "TemporalColumnsError",
@@ -31,6 +34,9 @@ if TYPE_CHECKING:
     from trending.library import (
         TOPK_SCHEMA,
         Publication,
+        SensorBatches,
+        SensorMatching,
+        SensorMatchingError,
         SlidingTopK,
         SplRunnerError,
         TemporalColumnsError,

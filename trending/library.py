@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from trending.spark.sensor_matching import SensorBatches, SensorMatching, SensorMatchingError
 from trending.spark.sliding_topk import TOPK_SCHEMA, SlidingTopK, TopKBatches, TopKError
 from trending.spark.spl_runner import SplRunnerError, apply_window, check_spark, configure_spark
 from trending.spark.temporal_steps import (
@@ -64,6 +65,9 @@ if TYPE_CHECKING:
 __all__ = [
     "TOPK_SCHEMA",
     "Publication",
+    "SensorBatches",
+    "SensorMatching",
+    "SensorMatchingError",
     "SlidingTopK",
     "SplRunnerError",
     "TemporalColumnsError",

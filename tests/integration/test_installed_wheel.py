@@ -225,7 +225,7 @@ def test_offline_without_a_cache_stops_with_one_line_naming_the_coordinates_and_
 LIBRARY_SCRIPT = r"""
 import json, os, sys, tempfile, pathlib
 from pyspark.sql import SparkSession
-from trending import SlidingTopK, spl_window, temporal_window
+from trending import SensorMatching, SlidingTopK, spl_window, temporal_window
 
 spark = (
     SparkSession.builder.master("local[2]")
@@ -260,6 +260,23 @@ query = SlidingTopK(size="2s", hop="1s", k=2).start(
     trigger={"availableNow": True})
 query.awaitTermination()
 out["topk_stream"] = sorted(got)
+base = pathlib.Path(tempfile.mkdtemp())
+readings_in = [(1, 0.0, 0.0, 5.0, 1000), (2, 1.0, 1.0, 6.0, 2000), (3, 0, 0, 7, 10000)]
+for name, lines in (("r", readings_in), ("q", [(7, 0.1, 0.0, 0.2, 3000)])):
+    (base / name).mkdir()
+    (base / name / "0.json").write_text("".join(json.dumps(dict(zip("ixyvt", row))) + "\n"
+                                               for row in lines))
+matched = []
+def on_match(batch, batch_id):
+    matched.extend([r.query_id, r.sensor_id, r.value] for r in batch.collect())
+columns = "i LONG, x DOUBLE, y DOUBLE, v DOUBLE, t LONG"
+readings = spark.readStream.schema(columns).json(str(base / "r"))
+queries = spark.readStream.schema(columns).json(str(base / "q"))
+query = SensorMatching(size=10).start(
+    readings, queries, on_match, checkpoint=tempfile.mkdtemp(), trigger={"availableNow": True},
+    sensor="i", query="i", value="v", distance="v", time="t")
+query.awaitTermination()
+out["sensors"] = matched
 out["jars"] = [r[0] for r in spark.sql("LIST JARS").collect()]
 from trending.spark.deps import project_jar
 out["jar"] = str(project_jar())
@@ -289,6 +306,9 @@ def test_a_plain_session_uses_every_library_function_from_the_wheel(
     assert out["topk_batch"] == [
         [0, [["a", 1]]], [1000, [["a", 2]]], [2000, [["a", 1], ["b", 1]]], [3000, [["b", 1]]],
     ]  # fmt: skip
+    # W = 10000 - 0 applies the readings at 1000 and 2000, then the query at 3000: only the
+    # reading at (0, 0) is within 0.2 of (0.1, 0)
+    assert out["sensors"] == [[7, 1, 5.0]]
     # one micro-batch: W = 3000 - 0 closes [0, 2000) and [1000, 3000); the others are revised
     assert out["topk_stream"] == [
         [0, 0, 1, True, [["a", 1]]], [0, 1000, 1, True, [["a", 2]]],

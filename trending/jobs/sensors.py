@@ -11,9 +11,11 @@ queries at equal ts), each once the watermark ``W = max ts seen - lateness`` is 
 (``ts < W``), so results depend neither on arrival timing nor on batching. Events already behind
 ``W`` when they arrive are late: counted and routed to the late topic.
 
-The windows live on the executors, in Spark's state store (:mod:`trending.spark.sensor_steps`).
-The driver keeps the watermark, the global window's reading count and the bounds of the reading
-positions, committed with each batch's output in one Kafka transaction
+Wiring of the library's :class:`trending.SensorMatching` between Kafka and Kafka: the two topics
+read and decoded (:func:`trending.spark.sensor_steps.sensor_events`), each micro-batch applied
+by :meth:`SensorMatching.apply` (the windows on the executors, in Spark's state store), and the
+results, late and dead records published with the driver's state (the watermark, the global
+window's reading count and the bounds of the reading positions) in one Kafka transaction
 (:mod:`connectors.transactions`).
 """
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,15 +47,14 @@ from trending.metrics import LATE_REASONS, Metrics
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.clock import with_batch_clock
 from trending.spark.collect import in_parts
+from trending.spark.sensor_matching import SensorMatching, SensorState
 from trending.spark.sensor_steps import (
     DEAD,
     LATE,
     MATCH,
     SIDE_COLUMNS,
     OutputSchemas,
-    SensorSteps,
     SensorTopics,
-    batch_figures,
     encoded_output,
     sensor_events,
 )
@@ -112,43 +113,6 @@ class SensorJobConfig(JobSettings):
 
 
 @dataclass
-class DriverState:
-    """The driver's small state, committed with each batch's output."""
-
-    watermark_ms: int | None = None
-    readings: int = 0  # readings the global window numbered so far
-    bounds: tuple[float, float, float, float] | None = None  # of every reading position seen
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "v": 1,
-            "watermark_ms": self.watermark_ms,
-            "readings": self.readings,
-            "bounds": None if self.bounds is None else list(self.bounds),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> DriverState:
-        if data.get("v") != 1:
-            raise ValueError(f"unknown state version {data.get('v')!r}")
-        bounds = data.get("bounds")
-        return cls(
-            data.get("watermark_ms"),
-            int(data["readings"]),
-            None if bounds is None else (bounds[0], bounds[1], bounds[2], bounds[3]),
-        )
-
-    def widened(self, bounds: tuple[float, float, float, float] | None) -> None:
-        if bounds is None:
-            return
-        if self.bounds is None:
-            self.bounds = bounds
-            return
-        a, b = self.bounds, bounds
-        self.bounds = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
-
-
-@dataclass
 class SensorBatchStats:
     """What one micro-batch did, for the progress line and metrics."""
 
@@ -185,7 +149,7 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         self.checkpoint = checkpoint
         self.job_id = job_id
         self.writer = writer
-        self.state = committed_state(writer, DriverState.from_json) or DriverState()
+        self.state = committed_state(writer, SensorState.from_json) or SensorState()
         self.registry = config.registry
         url = config.schema_registry_url
         self.dead_codec = AvroCodec("dead_letter", url, subject=f"{config.dead_letter_topic}-value")
@@ -199,17 +163,16 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
             schema_json("sensor_reading"),
             schema_json("sensor_query"),
         )
-        self.steps = SensorSteps(
-            spark,
-            checkpoint.child_location(STATE_FOLDER),
-            partitions,
-            config.size,
-            config.threshold,
-            config.cell_size,
-            config.partition_by_sensor,
-            config.max_query_cells,
-            job_id,
+        self.matching = SensorMatching(
+            size=config.size,
+            threshold=config.threshold,
+            lateness=config.lateness_ms,
+            per_sensor=config.partition_by_sensor,
+            cell_size=config.cell_size,
+            max_query_cells=config.max_query_cells,
+            state_partitions=partitions,
         )
+        self.steps = self.matching.engine(spark, checkpoint.child_location(STATE_FOLDER), job_id)
         self.history: list[SensorBatchStats] = []
         self.observers: list[Callable[[SensorBatchStats, SensorBatchProcessor], None]] = []
 
@@ -234,56 +197,33 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
             batch, self.topics, self.registry, self.state.watermark_ms, self.config.clock_skew
         ).persist()
         try:
-            figures = batch_figures(events)
-            state = self._advanced(figures.newest_ms, figures.bounds)
-            stats.phases["read"] = _lap(clock)
-            clock = time.monotonic()
-            output = self.steps.run(
-                events, batch_id, state.watermark_ms, self.state.readings, state.bounds
-            )
-            stats.phases["windows"] = _lap(clock)
-            clock = time.monotonic()
-            figures_after = self.steps.figures()
-            state.readings = self.state.readings + (
-                0 if self.config.partition_by_sensor else figures_after["readings"]
-            )
-            aside = self._side_output()
-            results = encoded_output(output, self.outputs)
-            side = events.where(events.kind.isin(LATE, DEAD)).select(*SIDE_COLUMNS)
-            part_bytes = self.config.collect_part_bytes
+            with self.matching.apply(events, batch_id, self.state, self.steps) as applied:
+                stats.phases.update(applied.phases)
+                clock = time.monotonic()
+                state = applied.state
+                aside = self._side_output()
+                results = encoded_output(applied.output, self.outputs)
+                side = events.where(events.kind.isin(LATE, DEAD)).select(*SIDE_COLUMNS)
+                part_bytes = self.config.collect_part_bytes
 
-            def records() -> Iterator[OutRecord]:
-                # fetched in parts, and counted anew by each attempt of the transaction
-                stats.late, stats.dead, stats.dead_reasons = 0, 0, {}
-                for part in in_parts(results, part_bytes):
-                    for record in self._result_records(part):
-                        yield aside.result(record, batch_id, stats)
-                for part in in_parts(side, part_bytes):
-                    yield from self._side_records(aside, part, stats)
+                def records() -> Iterator[OutRecord]:
+                    # fetched in parts, and counted anew by each attempt of the transaction
+                    stats.late, stats.dead, stats.dead_reasons = 0, 0, {}
+                    for part in in_parts(results, part_bytes):
+                        for record in self._result_records(part):
+                            yield aside.result(record, batch_id, stats)
+                    for part in in_parts(side, part_bytes):
+                        yield from self._side_records(aside, part, stats)
 
-            self.writer.write_batch(batch_id, records, state.to_json())
+                self.writer.write_batch(batch_id, records, state.to_json())
         finally:
-            self.steps.release()
             events.unpersist()
         stats.phases["publish"] = _lap(clock)
         self.state = state
-        stats.events = sum(figures.counts.values())
+        stats.events = sum(applied.figures.counts.values())
         stats.watermark_ms = state.watermark_ms
         for name in ("readings", "queries", "matches", "popular", "pending"):
-            setattr(stats, name, figures_after[name])
-
-    def _advanced(
-        self, newest_ms: int | None, bounds: tuple[float, float, float, float] | None
-    ) -> DriverState:
-        """The state after this batch's events: ``W' = max(W, newest - lateness)``."""
-        current = self.state
-        watermark = current.watermark_ms
-        if newest_ms is not None:
-            candidate = newest_ms - self.config.lateness_ms
-            watermark = candidate if watermark is None else max(watermark, candidate)
-        state = DriverState(watermark, current.readings, current.bounds)
-        state.widened(bounds)
-        return state
+            setattr(stats, name, applied.counts[name])
 
     def _result_records(self, table: Any) -> Iterator[OutRecord]:
         kinds = table.column("kind").to_pylist()
