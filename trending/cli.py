@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "trending.commands.broker",
     "trending.commands.produce",
     "trending.commands.consume",
+    "trending.commands.watch",
     "trending.commands.run",
     "trending.commands.windows",
     "trending.commands.demo",
