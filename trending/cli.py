@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import logging
@@ -19,6 +20,7 @@ from trending.config import (
     ConfigError,
     configure,
     exposed_secrets_warnings,
+    leaves,
     subcommands,
 )
 from trending.errors import UserError
@@ -76,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = configure(parser, arguments, os.environ)
     except UserError as error:
         return _report(error)
+    mistake = misplaced_option(parser, arguments)
+    if mistake:
+        print(f"trending: error: {mistake}", file=sys.stderr)
+        return 2
     args = parser.parse_args(arguments)
     configure_logging(args.log_format, command_of(parser, args))
     for warning in exposed_secrets_warnings(config, args, os.environ):
@@ -87,6 +93,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return code
+
+
+def misplaced_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """What is wrong with an option before the command that ``trending`` itself does not
+    have (argparse would take its value for the command): a suggestion of ``trending``'s own
+    options, or the commands that have it, e.g. ``trending --size 5m run hashtags``."""
+    own = {name: action for action in parser._actions for name in action.option_strings}
+    commands = subcommands(parser)
+    words = iter(argv)
+    for word in words:
+        if word in commands or word == "--" or not word.startswith("-"):
+            return None
+        name = word.partition("=")[0]
+        matches = [known for known in own if known.startswith(name)]
+        if name in own or len(matches) == 1:
+            action = own[name if name in own else matches[0]]
+            if action.nargs != 0 and "=" not in word:
+                next(words, None)  # its value
+            continue
+        close = difflib.get_close_matches(name, list(own), n=1)
+        if close:
+            return f"unrecognized option {name}; did you mean {close[0]}?"
+        found = {
+            " ".join(path): {n for action in leaf._actions for n in action.option_strings}
+            for path, leaf in leaves(parser).items()
+        }
+        spelled = name
+        if not any(name in names for names in found.values()):
+            every = sorted({n for names in found.values() for n in names})
+            close = difflib.get_close_matches(name, every, n=1)
+            if not close:
+                return f"unrecognized option {name}"
+            spelled = close[0]
+        having = [path for path, names in found.items() if spelled in names]
+        more = ", ..." if len(having) > 3 else ""
+        meant = "it is" if spelled == name else f"did you mean {spelled}? It is"
+        return (
+            f"unrecognized option {name} before the command: {meant} an option of "
+            f"{', '.join(having[:3])}{more}; put it after the command "
+            f"(trending {having[0]} {spelled} ...)"
+        )
+    return None
 
 
 def command_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:

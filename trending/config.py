@@ -156,6 +156,14 @@ def options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
     return found
 
 
+ROOT_ONLY = {"config"}  # a root option the file cannot set
+
+
+def root_options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """The options of ``trending`` itself a file may set at its top level (``log-format``)."""
+    return {name: a for name, a in options(parser).items() if name not in ROOT_ONLY}
+
+
 def env_override(name: str, environ: Mapping[str, str]) -> str | None:
     """The environment variable that gives option ``name`` over the file, when it is set."""
     variable = OPTION_ENV.get(name)
@@ -290,6 +298,12 @@ class _Checker:
     def option(
         self, parser: argparse.ArgumentParser, prefix: Command, key: str, value: Any
     ) -> None:
+        if not prefix and key in (own := root_options(parser)):  # e.g. log-format
+            try:
+                self.keep((), key, FileValue(value, convert(own[key], value), ()))
+            except ValueError as error:
+                self.problem((), key, str(error))
+            return
         holders = {
             path: found[key]
             for path, leaf in leaves(parser, prefix).items()
@@ -322,6 +336,7 @@ class _Checker:
             names = {n for found in known for n, a in found.items() if _takes_table(a)}
         else:
             names = {name for found in known for name in found} | tables
+            names |= set() if prefix else set(root_options(parser))
         close = difflib.get_close_matches(key, sorted(names | tables), n=1)
         if isinstance(value, Mapping):
             hint = f" (did you mean [{'.'.join((*prefix, close[0]))}]?)" if close else ""
@@ -349,6 +364,10 @@ def apply_config(
 ) -> None:
     """Make the file's values the defaults of each command (flags still win); a value whose
     environment variable is set is left out, so the variable wins."""
+    own = root_options(parser)
+    root = {own[name].dest: value.default for name, value in config.options.get((), {}).items()}
+    if root:
+        parser.set_defaults(**root)
     for path, leaf in leaves(parser).items():
         known = options(leaf)
         defaults = {

@@ -152,3 +152,35 @@ def test_the_demo_refuses_a_bad_duration(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 2 and len(err.splitlines()) == 1
     assert err.startswith("trending demo: error: argument --duration: not a duration: '5x'")
     assert "500ms, 30s, 5m, 1h, 2d" in err
+
+
+def test_an_option_before_its_command_names_the_commands_that_have_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """argparse would take the option's value for the command ("invalid choice: '5m'")."""
+    monkeypatch.delenv("TRENDING_CONFIG", raising=False)
+    code, err = run(["--size", "5m", "run", "hashtags"], capsys)
+    assert (code, err) == (2, (
+        "trending: error: unrecognized option --size before the command: it is an option of "
+        "run hashtags, run sensors; put it after the command (trending run hashtags --size ...)\n"
+    ))  # fmt: skip
+    code, err = run(["--sise", "5m", "run", "hashtags"], capsys)
+    assert code == 2 and "did you mean --size? It is an option of run hashtags" in err
+    code, err = run(["--log-formt", "json", "run", "hashtags"], capsys)
+    assert (code, err) == (
+        2, "trending: error: unrecognized option --log-formt; did you mean --log-format?\n"
+    )  # fmt: skip
+    code, err = run(["--zzzqqq", "run", "hashtags"], capsys)
+    assert (code, err) == (2, "trending: error: unrecognized option --zzzqqq\n")
+
+
+def test_options_of_trending_itself_pass_before_the_command() -> None:
+    from trending.cli import build_parser, misplaced_option
+
+    parser = build_parser()
+    for argv in (
+        ["--log-format", "json", "run", "hashtags", "--size", "5m"],
+        ["--log-f=json", "--config", "x.toml", "run", "hashtags"],
+        ["run", "hashtags", "--zzz"],  # the sub-command reports its own
+    ):
+        assert misplaced_option(parser, argv) is None, argv

@@ -91,3 +91,32 @@ def test_the_batch_of_a_micro_batch_log_line() -> None:
     """The line each micro-batch logs carries its batch id."""
     source = (Path(__file__).parents[2] / "trending/jobs/common.py").read_text(encoding="utf-8")
     assert 'log.info(self._describe(stats), extra={"batch": stats.batch_id})' in source
+
+
+def test_the_config_file_sets_log_format_and_a_flag_wins(tmp_path: Path) -> None:
+    from trending.config import configure
+
+    path = tmp_path / "trending.toml"
+    path.write_text('log-format = "json"\n')
+    argv = ["--config", str(path), "run", "hashtags"]
+    parser = build_parser()
+    configure(parser, argv, {})
+    assert parser.parse_args(argv).log_format == "json"
+    argv = ["--config", str(path), "--log-format", "text", "run", "hashtags"]
+    parser = build_parser()
+    configure(parser, argv, {})
+    assert parser.parse_args(argv).log_format == "text"
+
+
+def test_a_bad_or_misspelt_log_format_in_the_file_is_one_line(tmp_path: Path) -> None:
+    from trending.config import ConfigError, configure
+
+    path = tmp_path / "trending.toml"
+    for text, expected in (
+        ('log-format = "xml"\n', "key log-format: wants one of text, json, got 'xml'"),
+        ('log-formt = "json"\n', "key log-formt: unknown key (did you mean log-format?)"),
+    ):
+        path.write_text(text)
+        with pytest.raises(ConfigError) as error:
+            configure(build_parser(), ["--config", str(path), "run", "hashtags"], {})
+        assert [p.split(", top level, ")[1] for p in error.value.problems] == [expected]
