@@ -9,7 +9,7 @@ UDF_SOURCES := $(shell find jvm/udf/src -name '*.java' 2>/dev/null) jvm/udf/buil
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all env jars wheel test test-chaos test-unit test-compat lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core bench-library soak broker clean check-tools check-test-tools docs docs-serve
+.PHONY: all env jars wheel test test-chaos test-unit test-compat lint demo bench-trending bench-windows bench-hashtags bench-scale bench-sensors bench-temporal bench-temporal-core bench-library bench-latency soak broker clean check-tools check-test-tools docs docs-serve
 
 all: env jars
 
@@ -109,6 +109,9 @@ bench-hashtags: env jars
 
 bench-library: env jars  # also writes the documentation's table (docs/benchmarks.md includes it)
 	$(BIN)/python bench/library_bench.py --markdown docs/benchmarks/library.md
+
+bench-latency: env jars  # steady live tweets: event-to-result latency, the job beside Spark's window count
+	$(BIN)/python bench/latency_bench.py --markdown docs/benchmarks/latency.md
 
 soak: env jars
 	$(BIN)/python bench/soak_bench.py

@@ -1,0 +1,388 @@
+"""`make bench-latency`: event-to-result latency of the hashtags job beside Spark's built-in
+window count, on steady live input, measured from outside.
+
+Per rate in ``--rates`` and per contender, on a topic of its own (2 partitions, the broker's
+``LogAppendTime``, so a record's timestamp is when Kafka appended it):
+
+* the contender starts in its own process: ``trending run hashtags`` (5m/1m windows, top 10,
+  the default 1 s trigger, ``local[2]``), or Spark's ``groupBy(window(created_at, 5 minutes,
+  1 minute), tag).count()`` in update mode with the same trigger, session and hashtag function,
+  written by Spark's Kafka sink (``bench/latency_peer.py``);
+* once its query has started, ``trending produce tweets`` in its own process sends tweets at the
+  rate, event time = wall clock, for ``--warmup`` + ``--seconds``;
+* a ``read_committed`` consumer in this process notes the time each result record becomes
+  visible (its commit time; for Spark's non-transactional sink, when it is written).
+
+A result record comes from the micro-batch whose start (``batchTimestampMs`` of Spark's
+``offsets/N``) is the last one before the record was produced (its ``CreateTime``); it reflects
+that micro-batch's tweets, the newest of which is the last record of each partition the batch
+read up to (its end offsets in ``offsets/N``). Its latency is its visible time minus that
+tweet's append time. Only records visible after the warm-up and before the sending stopped
+count. Printed per run: p50, p99 and max latency over records, the records, the micro-batches'
+durations (``commits/N`` written minus the batch's start: p50 and max) and the rate the tweets
+were sent at. Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.procmem import CpuSampler, bench_broker
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTENDERS = {"job": "trending run hashtags", "builtin": "Spark groupBy(window).count()"}
+PARTITIONS = 2
+
+
+@dataclass
+class Batch:
+    number: int
+    start_ms: int  # batchTimestampMs
+    end_s: float | None  # commits/N written (epoch s)
+    ends: dict[int, int]  # partition -> end offset
+
+
+@dataclass
+class Result:
+    contender: str
+    rate: float
+    sent_per_s: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    batch_seconds: list[float] = field(default_factory=list)
+    cpu: float | None = None
+    error: str | None = None
+
+    def percentile(self, p: float) -> float | None:
+        if not self.latencies:
+            return None
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
+
+
+def python() -> str:
+    return sys.executable
+
+
+def trending(*args: str) -> list[str]:
+    return [python(), "-m", "trending.cli", *args]
+
+
+def contender_command(
+    name: str, bootstrap: str, topic: str, out: str, checkpoint: Path, trigger_ms: int
+) -> tuple[list[str], Path]:
+    """The contender's command line and its Spark checkpoint folder."""
+    if name == "job":
+        command = trending(
+            "run", "hashtags", "--bootstrap-servers", bootstrap, "--input-topic", topic,
+            "--output-topic", out, "--late-topic", f"{topic}-late",
+            "--dead-letter-topic", f"{topic}-dlq", "--checkpoint", str(checkpoint),
+            "--trigger", f"{trigger_ms}ms", "--master", "local[2]", "--shuffle-partitions", "2",
+            "--partitions", str(PARTITIONS), "--metrics-port", "0",
+        )  # fmt: skip
+        return command, checkpoint / "spark"
+    peer = [python(), str(ROOT / "bench" / "latency_peer.py")]
+    return [*peer, bootstrap, topic, out, str(checkpoint), str(trigger_ms)], checkpoint
+
+
+class Watcher(threading.Thread):
+    """A read_committed consumer noting (visible time, CreateTime ms) of each record."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        from confluent_kafka import Consumer
+
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-latency-{os.getpid()}-{topic}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "fetch.wait.max.ms": 10,
+            }
+        )
+        self.consumer.subscribe([topic])
+        self.seen: list[tuple[float, int]] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                for message in self.consumer.consume(10_000, timeout=0.05):
+                    if message.error() is None:
+                        self.seen.append((time.time(), message.timestamp()[1]))
+        finally:
+            self.consumer.close()
+
+
+def read_batches(spark_checkpoint: Path, topic: str) -> list[Batch]:
+    """The micro-batches of a query's checkpoint: start, commit time and end offsets."""
+    batches = []
+    for path in (spark_checkpoint / "offsets").glob("[0-9]*"):
+        lines = path.read_text().splitlines()
+        meta = json.loads(lines[1])
+        sources = [json.loads(line) for line in lines[2:] if line.startswith("{")]
+        ends = {}
+        for source in sources:
+            if topic in source:
+                ends = {int(p): int(o) for p, o in source[topic].items()}
+        commit = spark_checkpoint / "commits" / path.name
+        end_s = commit.stat().st_mtime if commit.exists() else None
+        batches.append(Batch(int(path.name), int(meta["batchTimestampMs"]), end_s, ends))
+    return sorted(batches, key=lambda b: b.number)
+
+
+def append_times(bootstrap: str, topic: str, wanted: set[tuple[int, int]]) -> dict[Any, int]:
+    """The append time (ms) of each ``(partition, offset)`` of ``topic``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-latency-lookup-{os.getpid()}",
+            "enable.auto.commit": False,
+        }
+    )
+    found: dict[Any, int] = {}
+    try:
+        for partition, offset in sorted(wanted):
+            consumer.assign([TopicPartition(topic, partition, offset)])
+            for message in consumer.consume(1, timeout=10):
+                if message.error() is None and message.offset() == offset:
+                    found[(partition, offset)] = message.timestamp()[1]
+    finally:
+        consumer.close()
+    return found
+
+
+def newest_tweets(bootstrap: str, topic: str, batches: list[Batch]) -> dict[int, int]:
+    """Per micro-batch with new tweets, the append time (ms) of the newest one it read."""
+    previous: dict[int, int] = {}
+    last: dict[int, list[tuple[int, int]]] = {}
+    for batch in batches:
+        grown = [(p, end - 1) for p, end in batch.ends.items() if end > previous.get(p, 0)]
+        if grown:
+            last[batch.number] = grown
+        previous = batch.ends
+    times = append_times(bootstrap, topic, {x for xs in last.values() for x in xs})
+    return {
+        number: max(times[x] for x in points if x in times)
+        for number, points in last.items()
+        if any(x in times for x in points)
+    }
+
+
+def latencies(
+    seen: list[tuple[float, int]],
+    batches: list[Batch],
+    newest: dict[int, int],
+    since: float,
+    until: float,
+) -> list[float]:
+    """Seconds from the newest tweet of its micro-batch to each record's visible time, of the
+    records ``(visible s, CreateTime ms)`` visible in ``[since, until]``: a record comes from
+    the last micro-batch that started (``start_ms``) at or before it was produced."""
+    starts = sorted((b.start_ms, b.number) for b in batches)
+    found = []
+    for visible, created_ms in seen:
+        if not since <= visible <= until:
+            continue
+        number = max((n for s, n in starts if s <= created_ms), default=None)
+        if number is not None and number in newest:
+            found.append(visible - newest[number] / 1000)
+    return found
+
+
+def wait_for(path: Path, process: subprocess.Popen[bytes], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if process.poll() is not None:
+            raise RuntimeError(f"the contender exited with code {process.returncode}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no {path} after {seconds:.0f} s")
+        time.sleep(0.2)
+
+
+def run_case(
+    bootstrap: str, name: str, rate: float, args: argparse.Namespace, work: Path,
+    cpu: CpuSampler,
+) -> Result:  # fmt: skip
+    from connectors.kafka import ensure_topics
+
+    result = Result(name, rate)
+    topic = f"latency-{name}-{int(rate)}-{os.getpid()}"
+    out = f"{topic}-out"
+    ensure_topics(
+        bootstrap, [topic], partitions=PARTITIONS,
+        config={"message.timestamp.type": "LogAppendTime"},
+    )  # fmt: skip
+    ensure_topics(bootstrap, [out], partitions=PARTITIONS)
+    checkpoint = work / f"{name}-{int(rate)}"
+    command, spark_checkpoint = contender_command(
+        name, bootstrap, topic, out, checkpoint, args.trigger_ms
+    )
+    log = (work / f"{name}-{int(rate)}.log").open("wb")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    watcher = Watcher(bootstrap, out)
+    watcher.start()
+    try:
+        wait_for(spark_checkpoint / "metadata", process, 180)
+        count = int(rate * (args.warmup + args.seconds))
+        started = time.time()
+        produce = trending(
+            "produce", "tweets", "--bootstrap-servers", bootstrap, "--topic", topic,
+            "--count", str(count), "--rate", str(rate), "--events-per-second", str(rate),
+            "--start-ms", str(int(started * 1000)), "--jitter", "0s", "--quiet",
+            "--partitions", str(PARTITIONS), "--metrics-port", "0",
+        )  # fmt: skip
+        generator = subprocess.run(produce, cwd=ROOT, capture_output=True, text=True, check=False)
+        stopped = time.time()
+        if generator.returncode != 0:
+            raise RuntimeError(f"the generator failed: {generator.stderr[-2000:]}")
+        result.sent_per_s = count / (stopped - started)
+        steady_from = started + args.warmup
+        result.cpu = cpu.busy_cores(steady_from, stopped)
+        time.sleep(args.drain)
+    except RuntimeError as error:
+        result.error = str(error)
+        return result
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(90)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        watcher.stop.set()
+        watcher.join(10)
+        log.close()
+    batches = read_batches(spark_checkpoint, topic)
+    newest = newest_tweets(bootstrap, topic, batches)
+    result.latencies = latencies(watcher.seen, batches, newest, steady_from, stopped)
+    result.batch_seconds = [
+        b.end_s - b.start_ms / 1000
+        for b in batches
+        if b.end_s is not None and steady_from <= b.start_ms / 1000 <= stopped
+    ]
+    return result
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def table(results: list[Result]) -> tuple[list[str], list[list[str]]]:
+    header = [
+        "rate/s", "contender", "sent/s", "records", "p50 s", "p99 s", "max s",
+        "batch p50 s", "batch max s", "busy cores",
+    ]  # fmt: skip
+    rows = []
+    for r in results:
+        batches = sorted(r.batch_seconds)
+        rows.append([
+            f"{r.rate:,.0f}", CONTENDERS[r.contender] + (f" ({r.error})" if r.error else ""),
+            f"{r.sent_per_s:,.0f}", f"{len(r.latencies):,}", fmt(r.percentile(0.5)),
+            fmt(r.percentile(0.99)), fmt(max(r.latencies, default=None)),
+            fmt(batches[len(batches) // 2] if batches else None),
+            fmt(batches[-1] if batches else None), fmt(r.cpu, 1),
+        ])  # fmt: skip
+    return header, rows
+
+
+def print_table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
+    for line in (header, ["-" * w for w in widths], *rows):
+        print("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)))
+
+
+def markdown(
+    path: Path, header: list[str], rows: list[list[str]], args: argparse.Namespace
+) -> None:
+    command = "python " + shlex.join(["bench/latency_bench.py", *sys.argv[1:]])
+    import pyspark
+
+    lines = [
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} "
+        f"cores, Python {platform.python_version()}, pyspark {pyspark.__version__}, with "
+        f"`{command}`: {args.warmup:.0f} s of warm-up, then {args.seconds:.0f} s measured per "
+        f"run, trigger {args.trigger_ms} ms.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+        *("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows),
+        "",
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines))
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    add = parser.add_argument
+    add("--rates", default="1000,10000,40000",
+        help="tweets/s, comma-separated (40,000: half of the about 80,000/s the job holds in "
+        "make bench-scale's steady runs)")  # fmt: skip
+    add("--contenders", default="job,builtin", help="of job, builtin")
+    add("--seconds", type=float, default=120.0, help="measured, after the warm-up")
+    add("--warmup", type=float, default=20.0, help="seconds of sending not measured")
+    add("--drain", type=float, default=10.0, help="seconds after sending before stopping")
+    add("--trigger-ms", type=int, default=1_000, help="both contenders' trigger")
+    add("--markdown", type=Path, help="also write the table as Markdown to this file")
+    args = parser.parse_args()
+    args.rates = [float(r) for r in args.rates.split(",") if r]
+    args.contenders = [c for c in args.contenders.split(",") if c]
+    unknown = set(args.contenders) - set(CONTENDERS)
+    if unknown:
+        parser.error(f"unknown contenders {sorted(unknown)}: choose from job, builtin")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    results = []
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp,
+        CpuSampler() as cpu,
+    ):
+        work = Path(tmp)
+        with bench_broker(work / "broker") as bootstrap:
+            for rate in args.rates:
+                for name in args.contenders:
+                    print(f"{CONTENDERS[name]} at {rate:,.0f} tweets/s ...", flush=True)
+                    result = run_case(bootstrap, name, rate, args, work, cpu)
+                    if result.error:
+                        print(f"  failed: {result.error}", flush=True)
+                        log = work / f"{name}-{int(rate)}.log"
+                        print(log.read_text(errors="replace")[-3000:], flush=True)
+                    else:
+                        print(
+                            f"  {len(result.latencies):,} records, p50 "
+                            f"{fmt(result.percentile(0.5))} s, p99 "
+                            f"{fmt(result.percentile(0.99))} s",
+                            flush=True,
+                        )
+                    results.append(result)
+    header, rows = table(results)
+    print()
+    print_table(header, rows)
+    if args.markdown:
+        markdown(args.markdown, header, rows, args)
+    return 1 if any(r.error for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

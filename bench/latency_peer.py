@@ -1,0 +1,62 @@
+"""Peer of ``make bench-latency``: Spark's built-in sliding window count as a live stream.
+
+``groupBy(window(created_at, size, hop), tag).count()`` with a watermark, in update output mode
+(a row each time a window's count of a tag changes), on the same tweets, with the same JVM
+hashtag function, trigger, session settings and Kafka connector as the hashtags job, written to
+Kafka as JSON by Spark's own (at-least-once) Kafka sink. Runs until SIGTERM/SIGINT.
+
+    python bench/latency_peer.py BOOTSTRAP TOPIC OUT_TOPIC CHECKPOINT TRIGGER_MS
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pyspark.sql import functions as F
+
+from connectors.avro import schema_json
+from connectors.spark_kafka import decode_avro, read_kafka_stream, source_options
+from trending.spark.session import build_session
+
+
+def main(bootstrap: str, topic: str, out_topic: str, checkpoint: str, trigger_ms: str) -> None:
+    spark = build_session("bench-latency-builtin", "local[2]", shuffle_partitions=2)
+    options = source_options(bootstrap, topic, "earliest", None, {})
+    tweets = decode_avro(read_kafka_stream(spark, options), schema_json("tweet"), None)
+    counts = (
+        tweets.where(F.col("reason").isNull())
+        .select(
+            F.col("record.created_at").alias("ts"),
+            F.explode(F.call_function("hashtag_keys", F.col("record.text"))).alias("tag"),
+        )
+        .withWatermark("ts", "30 seconds")
+        .groupBy(F.window("ts", "5 minutes", "1 minute"), "tag")
+        .count()
+    )
+    query = (
+        counts.select(F.to_json(F.struct("window", "tag", "count")).alias("value"))
+        .writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", out_topic)
+        .option("checkpointLocation", checkpoint)
+        .outputMode("update")
+        .trigger(processingTime=f"{int(trigger_ms)} milliseconds")
+        .start()
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    print("started", flush=True)
+    while not stop.is_set() and query.isActive:
+        stop.wait(0.5)
+    query.stop()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:6])
