@@ -44,6 +44,7 @@ from trending.jobs.common import (
     use_state_store,
 )
 from trending.jobs.letters import Origin, SideOutput
+from trending.jobs.startup import phase
 from trending.metrics import DRIVER_OPERATOR, LATE_REASONS, Metrics
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.collect import in_parts
@@ -356,15 +357,17 @@ def start_query(
     on_processor: Callable[[HashtagBatchProcessor], None] | None = None,
 ) -> tuple[StreamingQuery, HashtagBatchProcessor]:
     """Create the topics, then start the streaming query (not waiting for it)."""
-    ensure_topics(
-        config.bootstrap,
-        [config.input_topic, config.output_topic, config.late_topic, config.dead_letter_topic],
-        partitions=config.topic_partitions,
-        extra=config.kafka_options,
-    )
+    with phase("topics"):
+        ensure_topics(
+            config.bootstrap,
+            [config.input_topic, config.output_topic, config.late_topic, config.dead_letter_topic],
+            partitions=config.topic_partitions,
+            extra=config.kafka_options,
+        )
     use_state_store(spark, config)
     register_functions(spark)
-    processor = open_processor(spark, config)
+    with phase("checkpoint and lease"):
+        processor = open_processor(spark, config)
     if on_processor is not None:
         on_processor(processor)  # e.g. attach metrics before the first batch
     options = source_options(
@@ -376,8 +379,9 @@ def start_query(
     )
     registry = config.registry
     if config.warm_up_rows:
-        engine = processor.topk.engine(spark)
-        warm_up(spark, engine, processor.tweet_schema, registry, config, options)
+        with phase("warm-up"):
+            engine = processor.topk.engine(spark)
+            warm_up(spark, engine, processor.tweet_schema, registry, config, options)
     records = hashtag_records(
         read_kafka_stream(spark, options),
         processor.tweet_schema,
@@ -395,7 +399,8 @@ def start_query(
         .outputMode("update")
         .foreachBatch(processor)
     )
-    return triggered(writer, config).start(), processor
+    with phase("query start"):
+        return triggered(writer, config).start(), processor
 
 
 class HashtagsJob:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from trending.errors import UserError
+from trending.jobs.startup import StartupClock, phase
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -107,17 +108,21 @@ class Lifecycle(Generic[C]):
 
     def run(self) -> int:
         job, config = self.job, self.config
-        spark, monitoring = start_spark(job.name, config, self.metrics_address)
-        started: Started | None = job.start(
-            spark, config, monitoring.attach if monitoring else None
-        )
+        with StartupClock() as startup:
+            with phase("Spark session"):
+                spark, monitoring = start_spark(job.name, config, self.metrics_address)
+            started: Started | None = job.start(
+                spark, config, monitoring.attach if monitoring else None
+            )
+            print(f"trending: {job.name} job {startup.ready_line()}", file=sys.stderr)
         banner, runs = job.describe(config), 0
         processor: Processor | None = None
         try:
             while started is not None:
                 query, processor = started
                 runs += 1
-                ended = serve(job, banner, query, processor, monitoring)
+                first = startup if runs == 1 else None
+                ended = serve(job, banner, query, processor, monitoring, first)
                 if not ended:
                     break
                 started = job.follow(spark, config, processor, runs)
@@ -184,9 +189,11 @@ def serve(
     query: StreamingQuery,
     processor: Processor,
     monitoring: Monitoring | None,
+    startup: StartupClock | None = None,
 ) -> bool:
-    """Wait for ``query`` until it ends or a signal comes, and report. True: it ended on its
-    own; :class:`UserError` when it failed."""
+    """Wait for ``query`` until it ends or a signal comes, and report (with ``startup``, when
+    its first micro-batch has committed). True: it ended on its own; :class:`UserError` when it
+    failed."""
     if monitoring is not None:
         monitoring.watch(query)
     print(f"trending: {job.name} job running: {banner}", file=sys.stderr)
@@ -213,6 +220,14 @@ def serve(
             query.awaitTermination(1)
         except Exception:  # the query failed: reported below, from query.exception()
             break
+        if startup is not None and processor.history:
+            first = processor.history[0]
+            done = first.started_at + first.seconds
+            print(
+                f"trending: {job.name} job {startup.first_batch_line(done, first.seconds)}",
+                file=sys.stderr,
+            )
+            startup = None
     if stop.is_set():
         stop_between_batches(query, processor, hurry, shutdown_timeout_s)
     elif processor.lease_lost is not None:

@@ -43,6 +43,7 @@ from trending.jobs.common import (
     use_state_store,
 )
 from trending.jobs.letters import Origin, SideOutput
+from trending.jobs.startup import phase
 from trending.metrics import LATE_REASONS, Metrics
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.clock import with_batch_clock
@@ -349,14 +350,16 @@ def start_query(
     """Create the topics, then start the streaming query (not waiting for it)."""
     config.validate()
     outputs = [config.matches_topic, config.popular_topic, config.late_topic]
-    ensure_topics(
-        config.bootstrap,
-        [config.readings_topic, config.queries_topic, *outputs, config.dead_letter_topic],
-        partitions=config.topic_partitions,
-        extra=config.kafka_options,
-    )
+    with phase("topics"):
+        ensure_topics(
+            config.bootstrap,
+            [config.readings_topic, config.queries_topic, *outputs, config.dead_letter_topic],
+            partitions=config.topic_partitions,
+            extra=config.kafka_options,
+        )
     use_state_store(spark, config)
-    processor = open_processor(spark, config)
+    with phase("checkpoint and lease"):
+        processor = open_processor(spark, config)
     if on_processor is not None:
         on_processor(processor)
     options = source_options(
@@ -372,7 +375,8 @@ def start_query(
         .option("checkpointLocation", processor.checkpoint.query_location)
         .foreachBatch(processor)
     )
-    return triggered(writer, config).start(), processor
+    with phase("query start"):
+        return triggered(writer, config).start(), processor
 
 
 class SensorsJob:

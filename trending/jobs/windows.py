@@ -47,6 +47,7 @@ from trending.jobs.common import (
     use_state_store,
 )
 from trending.jobs.letters import Origin, SideOutput
+from trending.jobs.startup import phase
 from trending.metrics import LATE_REASONS, Metrics
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.collect import in_parts
@@ -323,17 +324,20 @@ def start_query(
     ``processor`` (of a run that ended) goes on with its checkpoint."""
     config.validate()
     outputs = [config.output_topic, config.late_topic, config.dead_letter_topic]
-    ensure_topics(
-        config.bootstrap, [config.input_topic, *outputs],
-        partitions=config.topic_partitions, extra=config.kafka_options,
-    )  # fmt: skip
+    with phase("topics"):
+        ensure_topics(
+            config.bootstrap, [config.input_topic, *outputs],
+            partitions=config.topic_partitions, extra=config.kafka_options,
+        )  # fmt: skip
     use_state_store(spark, config)
     spark.conf.set(NO_DATA_CONF, "true")  # a batch without input still fires the keys' timers
     if processor is None:
-        processor = open_processor(spark, config)
+        with phase("checkpoint and lease"):
+            processor = open_processor(spark, config)
         if on_processor is not None:
             on_processor(processor)
-    ensure_topics(config.bootstrap, [processor.control_topic], 1, extra=config.kafka_options)
+    with phase("topics"):
+        ensure_topics(config.bootstrap, [processor.control_topic], 1, extra=config.kafka_options)
     options = source_options(
         config.bootstrap,
         f"{config.input_topic},{processor.control_topic}",
@@ -351,7 +355,8 @@ def start_query(
         .option("checkpointLocation", processor.checkpoint.query_location)
         .foreachBatch(processor)
     )
-    return triggered(writer, config).start(), processor
+    with phase("query start"):
+        return triggered(writer, config).start(), processor
 
 
 def close_input(config: WindowsJobConfig, processor: WindowsBatchProcessor) -> bool:
