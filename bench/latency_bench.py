@@ -20,7 +20,10 @@ read up to (its end offsets in ``offsets/N``). Its latency is its visible time m
 tweet's append time. Only records visible after the warm-up and before the sending stopped
 count. Printed per run: p50, p99 and max latency over records, the records, the micro-batches'
 durations (``commits/N`` written minus the batch's start: p50 and max) and the rate the tweets
-were sent at. Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
+were sent at. The sensors job (``--contenders sensors``) gets live readings at the rate and a
+query per ten readings; a match's latency is from its query's event time (sent live: its append
+time) to the match being visible, the watermark's wait (``--lateness``) included. Uses
+``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +49,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.procmem import CpuSampler, bench_broker
 
 ROOT = Path(__file__).resolve().parents[1]
-CONTENDERS = {"job": "trending run hashtags", "builtin": "Spark groupBy(window).count()"}
+CONTENDERS = {
+    "job": "trending run hashtags",
+    "builtin": "Spark groupBy(window).count()",
+    "sensors": "trending run sensors (matches)",
+}
+QUERY_SHARE = 10  # the sensors run sends one query per this many readings
 PARTITIONS = 2
 
 
@@ -86,6 +95,16 @@ def contender_command(
     name: str, bootstrap: str, topic: str, out: str, checkpoint: Path, trigger_ms: int
 ) -> tuple[list[str], Path]:
     """The contender's command line and its Spark checkpoint folder."""
+    if name == "sensors":
+        command = trending(
+            "run", "sensors", "--bootstrap-servers", bootstrap, "--readings-topic", topic,
+            "--queries-topic", f"{topic}-q", "--matches-topic", out,
+            "--popular-topic", f"{topic}-popular", "--late-topic", f"{topic}-late",
+            "--dead-letter-topic", f"{topic}-dlq", "--checkpoint", str(checkpoint),
+            "--trigger", f"{trigger_ms}ms", "--master", "local[2]", "--shuffle-partitions", "2",
+            "--partitions", str(PARTITIONS), "--metrics-port", "0",
+        )  # fmt: skip
+        return command, checkpoint / "spark"
     if name == "job":
         command = trending(
             "run", "hashtags", "--bootstrap-servers", bootstrap, "--input-topic", topic,
@@ -100,9 +119,12 @@ def contender_command(
 
 
 class Watcher(threading.Thread):
-    """A read_committed consumer noting (visible time, CreateTime ms) of each record."""
+    """A read_committed consumer noting (visible time, CreateTime ms) of each record, or with
+    ``event_ms``, (visible time, the record's own event time in ms)."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, event_ms: Callable[[bytes], int] | None = None
+    ) -> None:
         super().__init__(daemon=True)
         from confluent_kafka import Consumer
 
@@ -118,14 +140,19 @@ class Watcher(threading.Thread):
         )
         self.consumer.subscribe([topic])
         self.seen: list[tuple[float, int]] = []
+        self.event_ms = event_ms
         self.stop = threading.Event()
 
     def run(self) -> None:
         try:
             while not self.stop.is_set():
                 for message in self.consumer.consume(10_000, timeout=0.05):
-                    if message.error() is None:
+                    if message.error() is not None:
+                        continue
+                    if self.event_ms is None:
                         self.seen.append((time.time(), message.timestamp()[1]))
+                    else:
+                        self.seen.append((time.time(), self.event_ms(message.value() or b"")))
         finally:
             self.consumer.close()
 
@@ -208,6 +235,43 @@ def latencies(
     return found
 
 
+def generator_commands(
+    name: str, bootstrap: str, topic: str, rate: float, count: int, started: float
+) -> list[list[str]]:
+    """Live input at ``rate`` (event time = the time it is sent): tweets, or sensor readings
+    and one query per :data:`QUERY_SHARE` readings."""
+    start_ms = str(int(started * 1000))
+
+    def produce(kind: str, to: str, per_s: float, n: int) -> list[str]:
+        return trending(
+            "produce", kind, "--bootstrap-servers", bootstrap, "--topic", to, "--count", str(n),
+            "--rate", str(per_s), "--events-per-second", str(per_s), "--start-ms", start_ms,
+            "--quiet", "--partitions", str(PARTITIONS), "--metrics-port", "0",
+        )  # fmt: skip
+
+    if name != "sensors":
+        return [[*produce("tweets", topic, rate, count), "--jitter", "0s"]]
+    queries = max(1.0, rate / QUERY_SHARE)
+    return [
+        produce("readings", topic, rate, count),
+        produce("queries", f"{topic}-q", queries, max(1, int(count / QUERY_SHARE))),
+    ]
+
+
+def query_time_ms(value: bytes) -> int:
+    """A match's query event time (ms), from its Avro value (``schemas/sensor_match.avsc``)."""
+    from connectors.avro import AvroCodec
+
+    global _MATCH_CODEC
+    if _MATCH_CODEC is None:
+        _MATCH_CODEC = AvroCodec("sensor_match")
+    when = _MATCH_CODEC.decode(value)["query_ts"]
+    return int(when.timestamp() * 1000) if hasattr(when, "timestamp") else int(when)
+
+
+_MATCH_CODEC: Any = None
+
+
 def wait_for(path: Path, process: subprocess.Popen[bytes], seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while not path.exists():
@@ -227,8 +291,9 @@ def run_case(
     result = Result(name, rate)
     topic = f"latency-{name}-{int(rate)}-{os.getpid()}"
     out = f"{topic}-out"
+    inputs = [topic, f"{topic}-q"] if name == "sensors" else [topic]
     ensure_topics(
-        bootstrap, [topic], partitions=PARTITIONS,
+        bootstrap, inputs, partitions=PARTITIONS,
         config={"message.timestamp.type": "LogAppendTime"},
     )  # fmt: skip
     ensure_topics(bootstrap, [out], partitions=PARTITIONS)
@@ -238,23 +303,25 @@ def run_case(
     )
     log = (work / f"{name}-{int(rate)}.log").open("wb")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    watcher = Watcher(bootstrap, out)
+    watcher = Watcher(bootstrap, out, query_time_ms if name == "sensors" else None)
     watcher.start()
     try:
         wait_for(spark_checkpoint / "metadata", process, 180)
         count = int(rate * (args.warmup + args.seconds))
         started = time.time()
-        produce = trending(
-            "produce", "tweets", "--bootstrap-servers", bootstrap, "--topic", topic,
-            "--count", str(count), "--rate", str(rate), "--events-per-second", str(rate),
-            "--start-ms", str(int(started * 1000)), "--jitter", "0s", "--quiet",
-            "--partitions", str(PARTITIONS), "--metrics-port", "0",
-        )  # fmt: skip
-        generator = subprocess.run(produce, cwd=ROOT, capture_output=True, text=True, check=False)
+        generators = [
+            subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            for command in generator_commands(name, bootstrap, topic, rate, count, started)
+        ]
+        failures = []
+        for generator in generators:
+            _, err = generator.communicate()
+            if generator.returncode != 0:
+                failures.append(err.decode(errors="replace")[-2000:])
         stopped = time.time()
-        if generator.returncode != 0:
-            raise RuntimeError(f"the generator failed: {generator.stderr[-2000:]}")
-        result.sent_per_s = count / (stopped - started)
+        if failures:
+            raise RuntimeError(f"a generator failed: {failures[0]}")
+        result.sent_per_s = count / (stopped - started)  # tweets or readings
         steady_from = started + args.warmup
         result.cpu = cpu.busy_cores(steady_from, stopped)
         time.sleep(args.drain)
@@ -271,8 +338,15 @@ def run_case(
         watcher.join(10)
         log.close()
     batches = read_batches(spark_checkpoint, topic)
-    newest = newest_tweets(bootstrap, topic, batches)
-    result.latencies = latencies(watcher.seen, batches, newest, steady_from, stopped)
+    if name == "sensors":  # from the query's own time (sent live: its append time) to a match
+        result.latencies = [
+            visible - event_ms / 1000
+            for visible, event_ms in watcher.seen
+            if steady_from <= visible <= stopped
+        ]
+    else:
+        newest = newest_tweets(bootstrap, topic, batches)
+        result.latencies = latencies(watcher.seen, batches, newest, steady_from, stopped)
     result.batch_seconds = [
         b.end_s - b.start_ms / 1000
         for b in batches
@@ -336,7 +410,7 @@ def parse_args() -> argparse.Namespace:
     add("--rates", default="1000,10000,40000",
         help="tweets/s, comma-separated (40,000: half of the about 80,000/s the job holds in "
         "make bench-scale's steady runs)")  # fmt: skip
-    add("--contenders", default="job,builtin", help="of job, builtin")
+    add("--contenders", default="job,builtin,sensors", help="of job, builtin, sensors")
     add("--seconds", type=float, default=120.0, help="measured, after the warm-up")
     add("--warmup", type=float, default=20.0, help="seconds of sending not measured")
     add("--drain", type=float, default=10.0, help="seconds after sending before stopping")
@@ -347,7 +421,7 @@ def parse_args() -> argparse.Namespace:
     args.contenders = [c for c in args.contenders.split(",") if c]
     unknown = set(args.contenders) - set(CONTENDERS)
     if unknown:
-        parser.error(f"unknown contenders {sorted(unknown)}: choose from job, builtin")
+        parser.error(f"unknown contenders {sorted(unknown)}: choose from job, builtin, sensors")
     return args
 
 
