@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
@@ -218,6 +218,25 @@ def partition_count(bootstrap: str, topic: str, extra: Mapping[str, str] | None 
     topics = cluster_metadata(client, bootstrap, deadline, topic).topics
     found = topics.get(topic)
     return 0 if found is None or found.error is not None else len(found.partitions)
+
+
+def end_offsets(
+    bootstrap: str, topic: str, extra: Mapping[str, str] | None = None, timeout: float = 10.0
+) -> dict[int, tuple[int, int]]:
+    """Each partition of ``topic``'s low and high watermarks (its first offset and the next
+    one to be written); empty when the topic does not exist."""
+    client = consumer(bootstrap, extra)
+    try:
+        found = client.list_topics(topic, timeout=timeout).topics.get(topic)
+        if found is None or found.error is not None:
+            return {}
+        ends: dict[int, tuple[int, int]] = {}
+        for p in found.partitions:
+            low, high = client.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+            ends[p] = (int(low), int(high))
+        return ends
+    finally:
+        client.close()
 
 
 class CheckedProducer:

@@ -799,3 +799,23 @@ def test_a_lost_commit_marker_publishes_nothing_twice(
     assert again.history[0].batch_id == processor.history[-1].batch_id + 1
     tweets = first + second
     assert finals_of(job.records()) == oracle_finals(tweets, watermark_after(tweets))
+
+
+def test_an_available_now_run_warms_up_on_at_most_what_it_has_to_read(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """``--warm-up-rows`` is capped by the run's backlog: the end offsets of the input minus
+    what the checkpoint's last done batch read; a run with nothing new warms up not at all."""
+    from trending.jobs.hashtags import warm_up_rows
+    from trending.spark.checkpoint import JobCheckpoint
+
+    job = Job(kafka_bootstrap, tmp_path)
+    produce(kafka_bootstrap, job.topics["tweets"], make_tweets(300, seed=8))
+    checkpoint = JobCheckpoint(spark, str(job.checkpoint))
+    assert warm_up_rows(job.config(), checkpoint) == 300  # a new checkpoint: all of the topic
+    assert warm_up_rows(job.config(warm_up_rows=120), checkpoint) == 120
+    assert warm_up_rows(job.config(available_now=False), checkpoint) == 2_000  # live: as set
+    job.run(spark)
+    assert warm_up_rows(job.config(), checkpoint) == 0  # nothing new
+    produce(kafka_bootstrap, job.topics["tweets"], make_tweets(40, seed=9, start_index=300))
+    assert warm_up_rows(job.config(), checkpoint) == 40

@@ -18,6 +18,7 @@ produced are committed together.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from connectors.avro import AvroCodec, schema_json
-from connectors.kafka import ensure_topics
+from connectors.kafka import end_offsets, ensure_topics
 from connectors.spark_kafka import read_kafka_stream, source_options
 from connectors.transactions import (
     RECORD_OVERHEAD,
@@ -351,6 +352,22 @@ class HashtagObserver:
         m.set_top(newest, () if newest is None else windows[newest].top)
 
 
+def warm_up_rows(config: HashtagJobConfig, checkpoint: JobCheckpoint) -> int:
+    """``--warm-up-rows``, but in an ``--available-now`` run at most the tweets the run has to
+    read (input end offsets minus what the checkpoint's last done batch read): warming up on
+    more than that costs more than it saves, and a run with nothing to read needs none."""
+    if not (config.available_now and config.warm_up_rows):
+        return config.warm_up_rows
+    try:
+        ends = end_offsets(config.bootstrap, config.input_topic, config.kafka_options)
+    except Exception as error:  # the warm-up is an optimisation: the run goes on
+        log.warning("cannot read the end offsets of %s (%s)", config.input_topic, error)
+        return config.warm_up_rows
+    done = checkpoint.done_offsets(config.input_topic) or {}
+    backlog = sum(max(0, high - done.get(p, low)) for p, (low, high) in ends.items())
+    return min(config.warm_up_rows, backlog)
+
+
 def start_query(
     spark: SparkSession,
     config: HashtagJobConfig,
@@ -378,10 +395,12 @@ def start_query(
         config.spark_kafka_options,
     )
     registry = config.registry
-    if config.warm_up_rows:
+    rows = warm_up_rows(config, processor.checkpoint)
+    if rows:
         with phase("warm-up"):
             engine = processor.topk.engine(spark)
-            warm_up(spark, engine, processor.tweet_schema, registry, config, options)
+            warmed = dataclasses.replace(config, warm_up_rows=rows)
+            warm_up(spark, engine, processor.tweet_schema, registry, warmed, options)
     records = hashtag_records(
         read_kafka_stream(spark, options),
         processor.tweet_schema,

@@ -103,6 +103,20 @@ class JobCheckpoint:
         lines = str(text).splitlines()  # "v1", then the commit's JSON
         return int(json.loads(lines[1]).get("nextBatchWatermarkMs", 0)) if len(lines) > 1 else None
 
+    def done_offsets(self, topic: str) -> dict[int, int] | None:
+        """The offsets of ``topic`` the last batch Spark marked done read up to (from its
+        offset log), or None before the first one."""
+        done = self._files.lastDone(QUERY)
+        text = None if done < 0 else self._files.readText(f"{QUERY}/offsets/{done}")
+        for line in [] if text is None else str(text).splitlines()[2:]:
+            try:
+                source = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(source, dict) and topic in source:
+                return {int(p): int(o) for p, o in source[topic].items()}
+        return None
+
     def settle(self, committed_batch: int, next_watermark_ms: int | None) -> str | None:
         """Match Spark's logs with the last batch committed to Kafka, before the query starts.
 
