@@ -122,7 +122,8 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
         metavar="N",
         help="synthetic tweets run through the decoder, the hashtag function, the state store "
         "and the top-k candidates before the query starts (nothing is kept), so the first "
-        "batch does not pay for JIT compilation; 0: none",
+        "batch does not pay for JIT compilation; with --available-now at most the tweets the "
+        "run has to read; 0: none",
     )
     _add_tweet_bounds(parser)
     topics = parser.add_argument_group("topics")
