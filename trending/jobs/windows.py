@@ -2,7 +2,10 @@
 
 Input: interval events, edges and CTIs (``schemas/interval_event.avsc``) on ``--input-topic``.
 Per key, the spec's query (:mod:`trending.windows.temporal`) runs in Spark's state store on the
-executors (:mod:`trending.spark.temporal_steps`), with Spark's event-time watermark
+executors: the engine of the library's :func:`trending.temporal_window`
+(:func:`trending.spark.temporal_steps.run_temporal`), here over the decoded Kafka events and
+giving rows that keep each event's Kafka origin for the late and dead-letter topics, with
+Spark's event-time watermark
 ``W = max sync time - lateness`` (raised by CTI records) as every key's CTI. Output: the rows
 each CTI makes final (``schemas/window_row.avsc``) on ``--output-topic``, keyed by key; late
 events (sync time behind ``W``) to ``--late-topic``, bad ones to ``--dead-letter-topic``, both
