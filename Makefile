@@ -87,25 +87,25 @@ broker: env jars
 	$(BIN)/trending broker
 
 bench-trending: env jars
-	$(BIN)/python bench/trending_bench.py
+	$(BIN)/python bench/trending_bench.py --markdown docs/benchmarks/trending.md
 
 bench-scale: env jars
-	$(BIN)/python bench/scale_bench.py
+	$(BIN)/python bench/scale_bench.py --markdown docs/benchmarks/scale.md
 
 bench-sensors: env jars
-	$(BIN)/python bench/sensors_bench.py
+	$(BIN)/python bench/sensors_bench.py --markdown docs/benchmarks/sensors.md
 
 bench-windows: env jars
-	$(BIN)/python bench/windows_bench.py
+	$(BIN)/python bench/windows_bench.py --markdown docs/benchmarks/windows.md
 
 bench-temporal: env jars
-	$(BIN)/python bench/temporal_bench.py
+	$(BIN)/python bench/temporal_bench.py --markdown docs/benchmarks/temporal.md
 
 bench-temporal-core: env
-	$(BIN)/python bench/temporal_core_bench.py
+	$(BIN)/python bench/temporal_core_bench.py --markdown docs/benchmarks/temporal-core.md
 
 bench-hashtags: env jars
-	$(BIN)/python bench/hashtags_bench.py
+	$(BIN)/python bench/hashtags_bench.py --markdown docs/benchmarks/hashtags.md
 
 bench-library: env jars  # also writes the documentation's table (docs/benchmarks.md includes it)
 	$(BIN)/python bench/library_bench.py --markdown docs/benchmarks/library.md
@@ -114,7 +114,7 @@ bench-latency: env jars  # steady live tweets: event-to-result latency, the job 
 	$(BIN)/python bench/latency_bench.py --markdown docs/benchmarks/latency.md
 
 soak: env jars
-	$(BIN)/python bench/soak_bench.py
+	$(BIN)/python bench/soak_bench.py --markdown docs/benchmarks/soak.md
 
 # The documentation site (mkdocs.yml, docs/): built --strict into build/site, or served with live
 # reload on http://127.0.0.1:8000. The packages come with the package's docs extra.

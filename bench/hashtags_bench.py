@@ -6,6 +6,7 @@ All figures are single-threaded tweets per second on the same seeded texts (1-3 
 each, some URLs, mentions, emoji and non-Latin tags). Python is timed in CPU time (best of
 ``--repeat`` passes); the Java main (jvm/udf/src/test/java/trending/udf/HashtagBench.java)
 warms up for a second, then loops for ``--seconds``. Java needs ``make jars``.
+``--markdown PATH`` also writes the table, the parameters and the command to a Markdown file.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench import report  # noqa: E402
 from connectors.jvm import (  # noqa: E402
     compile_java,
     jars_root,
@@ -171,26 +173,56 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-java", action="store_true")
+    parser.add_argument(
+        "--markdown", type=Path, help="also write the table as Markdown to this file"
+    )
     args = parser.parse_args()
+    began = time.monotonic()
 
     texts = realistic_tweets(args.tweets)
     tags = sum(len(extract_hashtags(t)) for t in texts)
-    print(
+    shape = (
         f"{len(texts):,} tweets, {tags / len(texts):.2f} hashtags and "
         f"{sum(map(len, texts)) / len(texts):.0f} characters per tweet on average"
     )
-    print(f"{'python hashtag_keys':<40}{_python_rate(hashtag_keys, texts, args.repeat):>12,.0f} /s")
-    print(
-        f"{'python extract_hashtags':<40}"
-        f"{_python_rate(extract_hashtags, texts, args.repeat):>12,.0f} /s"
-    )
+    print(shape)
+    rates: dict[str, float] = {}
+    for name, function in (
+        ("python hashtag_keys", hashtag_keys),
+        ("python extract_hashtags", extract_hashtags),
+    ):
+        rates[name] = _python_rate(function, texts, args.repeat)
+        print(f"{name:<40}{rates[name]:>12,.0f} /s")
     if not args.no_java:
-        rates = _java_rates(texts, args.seconds)
-        print(f"{'java HashtagKeys (Spark UDF class)':<40}{rates['hashtag_keys_udf']:>12,.0f} /s")
-        print(
-            f"{'java twitter-text extractHashtags':<40}"
-            f"{rates['twitter_text_extractHashtags']:>12,.0f} /s"
-        )
+        java = _java_rates(texts, args.seconds)
+        for name, key in (
+            ("java HashtagKeys (Spark UDF class)", "hashtag_keys_udf"),
+            ("java twitter-text extractHashtags", "twitter_text_extractHashtags"),
+        ):
+            rates[name] = java[key]
+            print(f"{name:<40}{rates[name]:>12,.0f} /s")
+    if args.markdown:
+        markdown(args.markdown, shape, rates, args, time.monotonic() - began)
+
+
+def markdown(
+    path: Path, shape: str, rates: dict[str, float], args: argparse.Namespace, seconds: float
+) -> None:
+    report.write(path, [
+        "# The hashtag rule alone",
+        "",
+        report.measured(__file__, seconds),
+        "",
+        report.parameters({"tweets": args.tweets, "seconds": args.seconds,
+                           "repeat": args.repeat, "java": not args.no_java}),
+        "",
+        *report.table(("extractor", "tweets/s"), [(n, f"{r:,.0f}") for n, r in rates.items()]),
+        "",
+        f"Input: {shape} (seeded: 1-3 hashtags each, some URLs, mentions, emoji and non-Latin "
+        "tags). Single-threaded tweets per second on the same texts: Python in CPU time, the "
+        "best of `repeat` passes; Java (the Spark UDF class and the official twitter-text "
+        f"library) after a second's warm-up, the best rate of a {args.seconds:g} s loop.",
+    ])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -44,12 +44,9 @@ minutes; ``--spl-rows``, ``--partitions``, ``--topk-rows`` and the other flags s
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import itertools
 import json
 import os
-import platform
-import shlex
 import sys
 import tempfile
 import threading
@@ -61,6 +58,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import report
 from bench.procmem import CpuSampler, _children
 
 SCHEMA = "k LONG, id LONG, ts TIMESTAMP, v LONG"
@@ -546,15 +544,10 @@ def markdown(
     lines = [
         "# The library's windows beside Spark's built-in windowed count",
         "",
-        f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by "
-        f"`{shlex.join(['.venv/bin/python', 'bench/library_bench.py', *sys.argv[1:]])}` "
-        f"({total_seconds:.0f} s): Spark {spark_version}, `local[2]`, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}.",
+        report.measured(__file__, total_seconds, spark_version=spark_version, master="local[2]"),
         "",
-        "| " + " | ".join(HEADERS) + " |",
-        "|" + "|".join("---" if i < 2 else "---:" for i in range(len(HEADERS))) + "|",
+        *report.table(HEADERS, [cells(r) for r in results], left=2),
     ]
-    lines += ["| " + " | ".join(cells(r)) + " |" for r in results]
     lines += [
         "",
         "Rows/s including start-up: input rows / wall seconds of the run over all files (query "
@@ -581,8 +574,7 @@ def markdown(
         for r in errors:
             for text in ([r.error] if r.error else []) + r.notes:
                 lines.append(f"* {r.case}, {r.contender}: {text}")
-    path.write_text("\n".join(lines) + "\n")
-    print(f"wrote {path}", flush=True)
+    report.write(path, lines)
 
 
 # ---- main ---------------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ first half warms the JVM up). A rate is held when every record sent was processe
 grew by less than ``MAX_LAG_GROWTH`` seconds per second: a rate beyond the job's capacity C
 grows it by ``(rate - C) / rate``, one within it not at all. The highest rate held is the
 highest one held with every lower rate.
-Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
+Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker. ``--markdown PATH`` also writes
+both tables, the ratios, the parameters and the command to a Markdown file.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import report as md
 from bench.procmem import CpuSampler, bench_broker, run_measured
 from bench.trending_bench import ensure_data
 
@@ -218,74 +220,145 @@ def is_held(run: dict[str, Any]) -> bool:
     return run["tweets"] >= run["sent"] and lag_growth(run) < MAX_LAG_GROWTH
 
 
-def report_steady(runs: list[dict[str, Any]]) -> None:
-    header = ("sent/s", "processed/s", "backlog", "growth s/s", "p50 s", "p99 s", "held")
-    print(
-        f"\n{'steady run (flat, local[2], 1s trigger)':<40}" + "".join(f"{h:>12}" for h in header)
+STEADY = "steady run (flat, local[2], 1s trigger)"
+STEADY_HEADER = ("sent/s", "processed/s", "backlog", "growth s/s", "p50 s", "p99 s", "held")
+
+
+def steady_cells(run: dict[str, Any]) -> tuple[str, ...]:
+    p50, p99 = latency_percentiles(run["batches"])
+    return (
+        f"{run['rate']:,.0f}",
+        f"{min(run['tweets'], run['sent']) / run['sent_seconds']:,.0f}",
+        f"{run['lag_end']:,}",
+        f"{lag_growth(run):.3f}",
+        f"{p50:.2f}",
+        f"{p99:.2f}",
+        "yes" if is_held(run) else "no",
     )
-    for run in runs:
-        p50, p99 = latency_percentiles(run["batches"])
-        held = is_held(run)
-        cells = (
-            f"{run['rate']:,.0f}",
-            f"{min(run['tweets'], run['sent']) / run['sent_seconds']:,.0f}",
-            f"{run['lag_end']:,}",
-            f"{lag_growth(run):.3f}",
-            f"{p50:.2f}",
-            f"{p99:.2f}",
-            "yes" if held else "no",
-        )
-        print(
-            f"{'rate ' + format(run['rate'], ',.0f') + '/s':<40}"
-            + "".join(f"{c:>12}" for c in cells)
-        )
+
+
+def steady_label(run: dict[str, Any]) -> str:
+    return "rate " + format(run["rate"], ",.0f") + "/s"
+
+
+def highest_held(runs: list[dict[str, Any]]) -> str:
     kept = list(itertools.takewhile(is_held, sorted(runs, key=lambda r: r["rate"])))
-    print(f"highest rate held: {kept[-1]['rate']:,.0f} tweets/s" if kept else "no rate held")
+    return f"highest rate held: {kept[-1]['rate']:,.0f} tweets/s" if kept else "no rate held"
+
+
+def report_steady(runs: list[dict[str, Any]]) -> None:
+    print(f"\n{STEADY:<40}" + "".join(f"{h:>12}" for h in STEADY_HEADER))
+    for run in runs:
+        print(f"{steady_label(run):<40}" + "".join(f"{c:>12}" for c in steady_cells(run)))
+    print(highest_held(runs))
 
 
 def median_of(batches: list[dict[str, Any]], key: str) -> float:
     return float(statistics.median(b["phases"].get(key, 0.0) for b in batches))
 
 
-def report(results: dict[Run, dict[str, Any]]) -> None:
-    header = ("tweets/s", "batch s", "spark s", "driver s", "publish s", "driver %",
-              "driver state", "rows written", "spark MB", "peak MB", "busy cores")  # fmt: skip
-    print(f"\n{'run (median batch)':<38}" + "".join(f"{h:>13}" for h in header))
-    for run, r in results.items():
-        batches = r["batches"][1:] or r["batches"]  # the first batch also loads the state store
-        batch_s = statistics.median(b["seconds"] for b in batches)
-        driver = median_of(batches, "windows") + median_of(batches, "snapshot")
-        cells = (
-            f"{r['tweets'] / r['seconds']:,.0f}",
-            f"{batch_s:.2f}",
-            f"{median_of(batches, 'spark'):.2f}",
-            f"{driver:.3f}",
-            f"{median_of(batches, 'publish'):.3f}",
-            f"{100 * driver / batch_s:.1f}",
-            f"{max(b['state_bytes'] or 0 for b in r['batches']):,} B",
-            f"{max(r['spark_state_rows'], default=0):,}",
-            f"{max(r['spark_state_bytes'], default=0) / 2**20:,.0f}",
-            f"{r['peak'] / 2**20:,.0f}",
-            "-" if r.get("busy_cores") is None else f"{r['busy_cores']:.2f}",
-        )
-        print(f"{run.label():<38}" + "".join(f"{c:>13}" for c in cells))
+BATCH = "run (median batch)"
+BATCH_HEADER = ("tweets/s", "batch s", "spark s", "driver s", "publish s", "driver %",
+                "driver state", "rows written", "spark MB", "peak MB", "busy cores")  # fmt: skip
+
+
+def batch_cells(r: dict[str, Any]) -> tuple[str, ...]:
+    batches = r["batches"][1:] or r["batches"]  # the first batch also loads the state store
+    batch_s = statistics.median(b["seconds"] for b in batches)
+    driver = median_of(batches, "windows") + median_of(batches, "snapshot")
+    return (
+        f"{r['tweets'] / r['seconds']:,.0f}",
+        f"{batch_s:.2f}",
+        f"{median_of(batches, 'spark'):.2f}",
+        f"{driver:.3f}",
+        f"{median_of(batches, 'publish'):.3f}",
+        f"{100 * driver / batch_s:.1f}",
+        f"{max(b['state_bytes'] or 0 for b in r['batches']):,} B",
+        f"{max(r['spark_state_rows'], default=0):,}",
+        f"{max(r['spark_state_bytes'], default=0) / 2**20:,.0f}",
+        f"{r['peak'] / 2**20:,.0f}",
+        "-" if r.get("busy_cores") is None else f"{r['busy_cores']:.2f}",
+    )
+
+
+def ratios(results: dict[Run, dict[str, Any]]) -> list[str]:
+    """The lines stating the ratios the targets are stated in."""
+    lines = []
     rate = {run: r["tweets"] / r["seconds"] for run, r in results.items()}
     zipf2, flat2 = rate.get(RUNS[0]), rate.get(RUNS[1])
-    print()
     if flat2 and zipf2:
-        print(f"flat vs zipf-50k rate (local[2]): {flat2 / zipf2:.2f}x   (target >= 0.8x)")
+        lines.append(f"flat vs zipf-50k rate (local[2]): {flat2 / zipf2:.2f}x   (target >= 0.8x)")
     for jvm in (COLD, WARM):
         two = rate.get(Run(FLAT, "local[2]", jvm))
         one_core = rate.get(Run(FLAT, "local[1]", jvm, cpus=1))
         one = Run(FLAT, "local[1]", jvm)
         if two and one_core:
-            print(f"local[2] on 2 cores vs local[1] on 1 core (flat, {jvm}): "
-                  f"{two / one_core:.2f}x   (target >= 1.6x)")  # fmt: skip
+            lines.append(f"local[2] on 2 cores vs local[1] on 1 core (flat, {jvm}): "
+                         f"{two / one_core:.2f}x   (target >= 1.6x)")  # fmt: skip
         busy = results[one].get("busy_cores") if one in results else None
         if two and busy:
-            print(f"  vs local[1] free to use both cores: {two / rate[one]:.2f}x; it kept "
-                  f"{busy:.2f} of {cpu_count()} cores busy, so local[2] can be at most "
-                  f"{cpu_count() / busy:.2f}x as fast as it")  # fmt: skip
+            lines.append(f"  vs local[1] free to use both cores: {two / rate[one]:.2f}x; it kept "
+                         f"{busy:.2f} of {cpu_count()} cores busy, so local[2] can be at most "
+                         f"{cpu_count() / busy:.2f}x as fast as it")  # fmt: skip
+    return lines
+
+
+def report(results: dict[Run, dict[str, Any]]) -> None:
+    print(f"\n{BATCH:<38}" + "".join(f"{h:>13}" for h in BATCH_HEADER))
+    for run, r in results.items():
+        print(f"{run.label():<38}" + "".join(f"{c:>13}" for c in batch_cells(r)))
+    print()
+    for line in ratios(results):
+        print(line)
+
+
+def markdown(
+    path: Path, results: dict[Run, dict[str, Any]], steady: list[dict[str, Any]],
+    args: argparse.Namespace, seconds: float,
+) -> None:  # fmt: skip
+    lines = [
+        "# The hashtags job at scale",
+        "",
+        md.measured(__file__, seconds, master="local[2], local[1]" if results else "local[2]"),
+        "",
+        md.parameters({"count": args.count, "max-offsets-per-trigger": args.max_offsets_per_trigger,
+                       "rates": args.rates, "seconds": args.seconds,
+                       "skip-batch": args.skip_batch}),
+    ]  # fmt: skip
+    if results:
+        lines += [
+            "",
+            *md.table((BATCH, *BATCH_HEADER), [(run.label(), *batch_cells(r))
+                                              for run, r in results.items()]),
+            "",
+            *(f"* {line.strip()}" for line in ratios(results)),
+            "",
+            f"{args.count:,} tweets per data set (Zipf 1.1 over 50k hashtags; Zipf 0.6 over 3M, "
+            f"the flat one) in batches of {args.max_offsets_per_trigger:,}, 5m/1m windows, top "
+            "10, each run in its own process (its own JVM); `1 core`: pinned to one CPU; "
+            "`warm`: a second whole run in the same JVM. Tweets/s: from the first batch to the "
+            "last commit; the other columns are medians over the batches after the first: "
+            "`spark s` the executors' work, `driver s` the driver's merge and state, `publish s` "
+            "the Kafka transaction, `driver %` the driver's share of a batch; driver state: the "
+            "driver's committed state; rows written and spark MB: Spark's state store; peak MB: "
+            "the run's process tree; busy cores: the whole machine's over the run.",
+        ]  # fmt: skip
+    if steady:
+        lines += [
+            "",
+            *md.table((STEADY, *STEADY_HEADER), [(steady_label(r), *steady_cells(r))
+                                                for r in steady]),
+            "",
+            f"* {highest_held(steady)}",
+            "",
+            f"Each rate: live tweets (the flat data set, event time = send time) for "
+            f"{args.seconds:g} s into a new topic while the job runs (`local[2]`, 1 s trigger). "
+            "Backlog: records sent whose batch had not committed when sending stopped; growth: "
+            "the least-squares slope of the lag over the second half of the sending; p50/p99: "
+            "event-to-result latency over records. Held: every record processed and the lag "
+            f"grew by less than {MAX_LAG_GROWTH} s/s.",
+        ]  # fmt: skip
+    md.write(path, lines)
 
 
 def cpu_count() -> int:
@@ -319,6 +392,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="length of a steady run")
     parser.add_argument("--skip-batch", action="store_true", help="only the steady runs")
     parser.add_argument(
+        "--markdown", type=Path, help="also write the tables as Markdown to this file"
+    )
+    parser.add_argument(
         "--steady-one", nargs=2, metavar=("BOOTSTRAP", "RATE"), help=argparse.SUPPRESS
     )
     parser.add_argument(
@@ -338,6 +414,7 @@ def main() -> int:
         figures = run_one(bootstrap, topic, master, args.max_offsets_per_trigger, jvm)
         print("RESULT " + json.dumps(figures), flush=True)
         return 0
+    began = time.monotonic()
     with bench_broker(ROOT / "build" / "bench" / "broker") as bootstrap:
         results: dict[Run, dict[str, Any]] = {}
         topics = (
@@ -365,6 +442,8 @@ def main() -> int:
             steady.append(result_of(text, f"steady {rate:,.0f}/s"))
         if steady:
             report_steady(steady)
+    if args.markdown:
+        markdown(args.markdown, results, steady, args, time.monotonic() - began)
     return 0
 
 

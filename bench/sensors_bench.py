@@ -15,6 +15,8 @@ cells are ``2d`` wide. The grid is what keeps a query's cost flat as N grows: th
 ``cost per query N=max : N=min`` states the ratio (target <= 2). Peak memory is the resident
 set of the run's process tree (Python driver + JVM). Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set,
 else a local broker. Then runs ``bench/spl_runner_bench.py`` (the SPL runner's figures).
+``--markdown PATH`` also writes the table (the sensor job's, not the SPL runner's), the
+parameters and the command to a Markdown file.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import report as md
 from bench.procmem import bench_broker, run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,6 +134,64 @@ def measure(
     return result
 
 
+HEADER = ("N", "master", "readings/s", "queries/s", "us/query", "matches/q", "popular",
+          "peak RSS")  # fmt: skip
+
+
+def cells(r: dict[str, Any]) -> tuple[str, ...]:
+    load, ask = r["loading"], r["querying"]
+    return (
+        f"{r['size']:,}", r["master"], f"{load['readings'] / load['seconds']:,.0f}",
+        f"{ask['queries'] / ask['seconds']:,.0f}",
+        f"{ask['seconds'] / max(ask['queries'], 1) * 1e6:.1f}",
+        f"{ask['matches'] / max(ask['queries'], 1):.2f}", f"{load['popular'] + ask['popular']:,}",
+        f"{r['peak_rss'] / 2**20:.0f} MB",
+    )  # fmt: skip
+
+
+def ratios(results: list[dict[str, Any]]) -> list[str]:
+    """The lines stating the cost per query's growth with N and the scaling with cores."""
+    lines = []
+    for master in sorted({r["master"] for r in results}):
+        runs = sorted((r for r in results if r["master"] == master), key=lambda r: r["size"])
+        cost = [r["querying"]["seconds"] / max(r["querying"]["queries"], 1) for r in runs]
+        lines.append(f"cost per query N={runs[-1]['size']:,} : N={runs[0]['size']:,} on {master}: "
+                     f"{cost[-1] / cost[0]:.2f} (target <= 2)")  # fmt: skip
+    for size in sorted({r["size"] for r in results}):
+        pair = {r["master"]: r for r in results if r["size"] == size}
+        if {"local[1]", "local[2]"} <= pair.keys():
+            rate = {m: pair[m]["loading"]["readings"] / pair[m]["loading"]["seconds"] for m in pair}
+            lines.append(f"readings/s local[2] : local[1] at N={size:,}: "
+                         f"{rate['local[2]'] / rate['local[1]']:.2f}")  # fmt: skip
+    return lines
+
+
+def markdown(
+    path: Path, results: list[dict[str, Any]], args: argparse.Namespace, seconds: float
+) -> None:
+    md.write(path, [
+        "# The sensor job as the window grows",
+        "",
+        md.measured(__file__, seconds, master=args.masters),
+        "",
+        md.parameters({"sizes": args.sizes, "masters": args.masters, "readings": args.readings,
+                       "queries": args.queries, "matches": args.matches, "batch": args.batch}),
+        "",
+        *md.table(HEADER, [cells(r) for r in results], left=2),
+        "",
+        *(f"* {line}" for line in ratios(results)),
+        "",
+        "Per window size N and master, one run in its own process (its own JVM), one global "
+        "window: N + `readings` readings (uniform in the unit square) fill the window, read "
+        "with `--available-now` in batches of `batch` offsets (readings/s from the first batch "
+        "to the last commit); then `queries` queries run on the same checkpoint (queries/s, "
+        "and the cost per query in microseconds). The query distance shrinks with N, "
+        "d = sqrt(m / (pi N)), so that a query matches m = `matches` readings on average at "
+        "every N; the grid's cells are 2d wide. Popular: the job's popular-sensor rows; peak "
+        "RSS: the run's process tree (Python driver + JVM).",
+    ])  # fmt: skip
+
+
 def report(results: list[dict[str, Any]]) -> None:
     print(f"\n{'N':>9} {'master':9} {'readings/s':>11} {'queries/s':>10} {'us/query':>9} "
           f"{'matches/q':>9} {'popular':>8} {'peak RSS':>9}")  # fmt: skip
@@ -143,17 +205,8 @@ def report(results: list[dict[str, Any]]) -> None:
             f"{load['popular'] + ask['popular']:>8,} "
             f"{r['peak_rss'] / 2**20:>7.0f}MB"
         )
-    for master in sorted({r["master"] for r in results}):
-        runs = sorted((r for r in results if r["master"] == master), key=lambda r: r["size"])
-        cost = [r["querying"]["seconds"] / max(r["querying"]["queries"], 1) for r in runs]
-        print(f"cost per query N={runs[-1]['size']:,} : N={runs[0]['size']:,} on {master}: "
-              f"{cost[-1] / cost[0]:.2f} (target <= 2)")  # fmt: skip
-    for size in sorted({r["size"] for r in results}):
-        pair = {r["master"]: r for r in results if r["size"] == size}
-        if {"local[1]", "local[2]"} <= pair.keys():
-            rate = {m: pair[m]["loading"]["readings"] / pair[m]["loading"]["seconds"] for m in pair}
-            print(f"readings/s local[2] : local[1] at N={size:,}: "
-                  f"{rate['local[2]'] / rate['local[1]']:.2f}")  # fmt: skip
+    for line in ratios(results):
+        print(line)
 
 
 def main() -> int:
@@ -165,6 +218,9 @@ def main() -> int:
     parser.add_argument("--matches", type=float, default=4.0, help="mean matches per query")
     parser.add_argument("--batch", type=int, default=200_000, help="max offsets per trigger")
     parser.add_argument("--skip-spl", action="store_true", help="do not run the SPL runner bench")
+    parser.add_argument(
+        "--markdown", type=Path, help="also write the table as Markdown to this file"
+    )
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
@@ -175,6 +231,7 @@ def main() -> int:
     if args.one:
         print("RESULT " + json.dumps(run_one(args)), flush=True)
         return 0
+    began = time.monotonic()
     sizes = [int(s) for s in args.sizes.split(",")]
     masters = args.masters.split(",")
     results = []
@@ -186,6 +243,8 @@ def main() -> int:
                 results.append(result)
                 print(json.dumps(result), flush=True)
     report(results)
+    if args.markdown:
+        markdown(args.markdown, results, args, time.monotonic() - began)
     if not args.skip_spl and (ROOT / "bench" / "spl_runner_bench.py").exists():
         subprocess.run([sys.executable, str(ROOT / "bench" / "spl_runner_bench.py")], check=True)
     return 0

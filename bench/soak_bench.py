@@ -25,6 +25,8 @@ squares fit per minute over the samples after the warm-up. RocksDB's memory and 
 for about 5 minutes here (2 cores): ``--warmup 5`` gives a stricter verdict. ``--conf`` passes a
 Spark setting to the job (e.g. ``spark.sql.ui.retainedExecutions=20``, to see how much of the
 heap's growth is the driver's status store). Logs and the checkpoint stay in build/bench/soak/.
+``--markdown PATH`` also writes the samples, the verdict, the parameters and the command to a
+Markdown file.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import report as md
 from bench.procmem import bench_broker, tree_rss_bytes
 from bench.trending_bench import topic_size
 from connectors.broker import free_port
@@ -380,9 +383,14 @@ def header() -> str:
 
 
 def row(before: Sample, now: Sample) -> str:
+    cells = row_cells(before, now)
+    return "".join(f"{cell:>{width}}" for cell, (_, width) in zip(cells, COLUMNS, strict=True))
+
+
+def row_cells(before: Sample, now: Sample) -> tuple[str, ...]:
     span = max(now.seconds - before.seconds, 1e-9)
     batches = now.batches - before.batches
-    cells = (
+    return (
         f"{now.seconds / 60:.1f}",
         f"{(now.produced - before.produced) / span:,.0f}",
         f"{(now.read - before.read) / span:,.0f}",
@@ -399,7 +407,6 @@ def row(before: Sample, now: Sample) -> str:
         f"{now.python_rss / MB:,.0f}",
         f"{now.jvm_rss / MB:,.0f}",
     )
-    return "".join(f"{cell:>{width}}" for cell, (_, width) in zip(cells, COLUMNS, strict=True))
 
 
 def _mb(value: float) -> str:
@@ -461,33 +468,121 @@ def trend(points: list[tuple[float, float]]) -> Trend:
     return Trend(sum(first) / half, sum(last) / half, slope)
 
 
-def verdict(samples: list[Sample], warmup: int) -> list[str]:
-    kept = samples[warmup:]
-    if len(kept) < 2:
-        return [f"verdict: too few samples after the warm-up ({len(kept)}; need 2)"]
-    lines = [
-        f"verdict over {len(kept)} samples from minute {kept[0].seconds / 60:.1f} "
-        f"({warmup} warm-up samples dropped):",
-        f"{'series':<20}{'first half':>12}{'last half':>12}{'change':>9}{'slope/min':>11}"
-        f"{'tolerance':>11}  verdict",
-    ]
+def judged(kept: list[Sample]) -> list[tuple[Series, Trend | str]]:
+    """Each series' trend over the samples ``kept``, or why it has none (``n/a``: a sample
+    lacks it; else what its being 0 throughout means)."""
+    out: list[tuple[Series, Trend | str]] = []
     for s in SERIES:
         points = [(x.seconds / 60, s.value(x) / s.unit) for x in kept]
         if any(math.isnan(v) for _, v in points):
-            lines.append(f"{s.name:<20}{'n/a':>12}")
-            continue
-        if s.when_zero and not any(v for _, v in points):
-            lines.append(f"{s.name:<20}  {s.when_zero}")
-            continue
-        t = trend(points)
-        lines.append(
-            f"{s.name:<20}{t.first:>12,.1f}{t.last:>12,.1f}{t.change:>+9.1%}{t.slope:>+11,.2f}"
-            f"{s.tolerance:>11.0%}  {t.label(s.tolerance)}"
-        )
-    lines.append(
-        f"{'kafka lag (records)':<20}max {max(x.lag for x in kept):,.0f} after the warm-up"
+            out.append((s, "n/a"))
+        elif s.when_zero and not any(v for _, v in points):
+            out.append((s, s.when_zero))
+        else:
+            out.append((s, trend(points)))
+    return out
+
+
+def verdict_title(kept: list[Sample], warmup: int) -> str:
+    if len(kept) < 2:
+        return f"verdict: too few samples after the warm-up ({len(kept)}; need 2)"
+    return (
+        f"verdict over {len(kept)} samples from minute {kept[0].seconds / 60:.1f} "
+        f"({warmup} warm-up samples dropped):"
     )
+
+
+def lag_line(kept: list[Sample]) -> str:
+    return f"{'kafka lag (records)':<20}max {max(x.lag for x in kept):,.0f} after the warm-up"
+
+
+def verdict(samples: list[Sample], warmup: int) -> list[str]:
+    kept = samples[warmup:]
+    if len(kept) < 2:
+        return [verdict_title(kept, warmup)]
+    lines = [
+        verdict_title(kept, warmup),
+        f"{'series':<20}{'first half':>12}{'last half':>12}{'change':>9}{'slope/min':>11}"
+        f"{'tolerance':>11}  verdict",
+    ]
+    for s, t in judged(kept):
+        if t == "n/a":
+            lines.append(f"{s.name:<20}{'n/a':>12}")
+        elif isinstance(t, str):
+            lines.append(f"{s.name:<20}  {t}")
+        else:
+            lines.append(
+                f"{s.name:<20}{t.first:>12,.1f}{t.last:>12,.1f}{t.change:>+9.1%}"
+                f"{t.slope:>+11,.2f}{s.tolerance:>11.0%}  {t.label(s.tolerance)}"
+            )
+    lines.append(lag_line(kept))
     return lines
+
+
+VERDICT = ("series", "first half", "last half", "change", "slope/min", "tolerance", "verdict")
+
+
+def markdown(
+    path: Path, args: argparse.Namespace, baseline: Sample | None, samples: list[Sample],
+    stopped: list[str], seconds: float,
+) -> None:  # fmt: skip
+    lines = [
+        "# The hashtags job at a steady rate: is its memory flat?",
+        "",
+        md.measured(__file__, seconds, master="local[2]"),
+        "",
+        md.parameters({"minutes": args.minutes, "interval": args.interval,
+                       "warmup": args.warmup, "rate": args.rate, "size": args.size,
+                       "hop": args.hop, "lateness": args.lateness, "trigger": args.trigger,
+                       "heap": "used" if args.no_gc else "live after a full GC",
+                       "conf": " ".join(args.conf) or "none"}),
+        "",
+    ]  # fmt: skip
+    if baseline is not None and samples:
+        before = [baseline, *samples[:-1]]
+        lines += [
+            *md.table([name for name, _ in COLUMNS],
+                      [row_cells(b, now) for b, now in zip(before, samples, strict=True)],
+                      left=0),
+            "",
+            f"A sample every {args.interval:g} s: rates over the interval (tweets produced, read "
+            "by the job, rows out), Kafka lag, mean batch duration, watermark delay; Spark's "
+            "state (rows, memory, checkpoint files), the driver's top-k entries, the driver "
+            "JVM's heap and committed heap (`heap cap`), resident memory of the Python "
+            "processes and of the JVM.",
+            "",
+        ]  # fmt: skip
+    kept = samples[args.warmup :]
+    lines.append(verdict_title(kept, args.warmup))
+    if len(kept) >= 2:
+        rows = []
+        for s, t in judged(kept):
+            if isinstance(t, str):
+                rows.append((s.name, "-", "-", "-", "-", f"{s.tolerance:.0%}", t))
+            else:
+                rows.append(
+                    (
+                        s.name,
+                        f"{t.first:,.1f}",
+                        f"{t.last:,.1f}",
+                        f"{t.change:+.1%}",
+                        f"{t.slope:+,.2f}",
+                        f"{s.tolerance:.0%}",
+                        t.label(s.tolerance),
+                    )
+                )
+        lines += [
+            "",
+            *md.table(VERDICT, rows),
+            "",
+            f"Kafka lag: at most {max(x.lag for x in kept):,.0f} records after the warm-up. A "
+            "series is FLAT when the mean of the last half of the samples after the warm-up is "
+            "within its tolerance of the mean of the first half; the slope is a least-squares "
+            "fit per minute.",
+        ]  # fmt: skip
+    if stopped:
+        lines += ["", *(f"* {line.strip()}" for line in stopped)]
+    md.write(path, lines)
 
 
 # ---- the soak ----------------------------------------------------------------------------------
@@ -501,6 +596,8 @@ def soak(args: argparse.Namespace, bootstrap: str, run_dir: Path) -> int:
     job = start_job(args, bootstrap, topics, run_dir, port)
     producer: subprocess.Popen[bytes] | None = None
     samples: list[Sample] = []
+    baseline: Sample | None = None
+    began = time.monotonic()
     try:
         ready = wait_ready(job, url, run_dir, timeout=300)
         print(f"job: query active after {ready:.0f}s (log {run_dir / 'job.log'})", flush=True)
@@ -540,9 +637,13 @@ def soak(args: argparse.Namespace, bootstrap: str, run_dir: Path) -> int:
     print()
     for line in verdict(samples, args.warmup):
         print(line)
+    stopped = []
     for line in (run_dir / "job.log").read_text(errors="replace").splitlines():
         if "job stopped" in line:
             print(line)
+            stopped.append(line)
+    if args.markdown:
+        markdown(args.markdown, args, baseline, samples, stopped, time.monotonic() - began)
     return return_code
 
 
@@ -581,6 +682,9 @@ def main() -> int:
         default=[],
         metavar="KEY=VALUE",
         help="a Spark setting of the job",
+    )
+    parser.add_argument(
+        "--markdown", type=Path, help="also write the tables as Markdown to this file"
     )
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", PY)

@@ -7,7 +7,8 @@ process (its own JVM): ``trending run windows`` with ``--available-now`` in batc
 first batch to the last commit of the input's batches, the seconds of the closing run, rows
 published, and the peak RSS of the process tree. Then ``bench/temporal_core_bench.py`` (the pure
 core's events/s, and HoppingWindow2's rows and state for a day-long edge under 1 s hops).
-Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
+Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker. ``--markdown PATH`` also writes
+the table, the core's tables, the parameters and the commands to a Markdown file.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import random
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import report as md
 from bench.procmem import bench_broker, run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,15 +107,79 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+HEADER = ("spec (local[2])", "events", "events/s", "batches", "closing s", "rows", "late",
+          "peak RSS")  # fmt: skip
+
+
 def report(results: list[dict[str, Any]]) -> None:
-    print(f"\n{'spec (local[2])':22} {'events':>8} {'events/s':>9} {'batches':>7} "
-          f"{'closing s':>9} {'rows':>9} {'late':>5} {'peak RSS':>9}")  # fmt: skip
+    print(f"\n{HEADER[0]:22} {HEADER[1]:>8} {HEADER[2]:>9} {HEADER[3]:>7} "
+          f"{HEADER[4]:>9} {HEADER[5]:>9} {HEADER[6]:>5} {HEADER[7]:>9}")  # fmt: skip
     for r in results:
         print(
             f"{r['spec']:22} {r['events']:>8,} {r['events'] / r['seconds']:>9,.0f} "
             f"{r['batches']:>7} {r['closing_seconds']:>9.1f} {r['rows']:>9,} {r['late']:>5} "
             f"{r['peak_rss'] / 2**20:>7.0f}MB"
         )
+
+
+def cells(r: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        r["spec"], f"{r['events']:,}", f"{r['events'] / r['seconds']:,.0f}", str(r["batches"]),
+        f"{r['closing_seconds']:.1f}", f"{r['rows']:,}", str(r["late"]),
+        f"{r['peak_rss'] / 2**20:.0f} MB",
+    )  # fmt: skip
+
+
+def run_core(markdown: Path | None) -> list[str]:
+    """``bench/temporal_core_bench.py``, its output passed on; with ``markdown``, its tables
+    too (its own file's lines, the title left out)."""
+    core = [sys.executable, str(ROOT / "bench" / "temporal_core_bench.py")]
+    if markdown is None:
+        subprocess.run(core, check=True)
+        return []
+    with tempfile.TemporaryDirectory(prefix="bench-temporal-core-") as tmp:
+        path = Path(tmp) / "core.md"
+        with subprocess.Popen([*core, "--markdown", str(path)], stdout=subprocess.PIPE,
+                              text=True) as child:  # fmt: skip
+            assert child.stdout is not None
+            for line in child.stdout:
+                if line != f"wrote {path}\n":  # the output is the core's own, as without a file
+                    print(line, end="", flush=True)
+        if child.returncode:
+            raise subprocess.CalledProcessError(child.returncode, child.args)
+        # its command as this bench ran it: the file it wrote for this one is left out
+        return [
+            line.replace(f" --markdown {path}", "") for line in path.read_text().splitlines()[1:]
+        ]
+
+
+def markdown(
+    path: Path, results: list[dict[str, Any]], core: list[str], args: argparse.Namespace,
+    seconds: float,
+) -> None:  # fmt: skip
+    lines = [
+        "# The temporal window job on Spark",
+        "",
+        md.measured(__file__, seconds, master="local[2]"),
+        "",
+        md.parameters({"count": args.count, "keys": args.keys, "batch": args.batch}),
+        "",
+        *md.table(HEADER, [cells(r) for r in results]),
+        "",
+        f"One topic of {args.count:,} interval events ({args.keys} keys, starts 10 ms apart on "
+        "average, lifetimes 1 ms to 2 min, 4 partitions). Per spec, one run in its own process "
+        "(its own JVM): `trending run windows --available-now` in batches of "
+        f"{args.batch:,} offsets, then the end-of-input CTI. Events/s: from the first batch to "
+        "the last commit of the input's batches; closing s: the run after the CTI; rows: rows "
+        "published; late: events past the lateness; peak RSS: the process tree's most "
+        "resident memory (Python driver + JVM).",
+        "",
+        "Specs: " + "; ".join(f"`{name}`: `{json.dumps(SPECS[name])}`"
+                              for name in dict.fromkeys(r["spec"] for r in results)) + ".",
+    ]  # fmt: skip
+    if core:
+        lines += ["", "## The pure core", *core]
+    md.write(path, lines)
 
 
 def main() -> int:
@@ -122,6 +189,9 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=50_000, help="max offsets per trigger")
     parser.add_argument("--specs", default=",".join(SPECS))
     parser.add_argument("--skip-core", action="store_true", help="only the Spark runs")
+    parser.add_argument(
+        "--markdown", type=Path, help="also write the tables as Markdown to this file"
+    )
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
@@ -130,6 +200,7 @@ def main() -> int:
     if args.one:
         print("RESULT " + json.dumps(run_one(args)), flush=True)
         return 0
+    began = time.monotonic()
     results = []
     with bench_broker(ROOT / "build" / "bench-broker") as bootstrap:
         topic = events_topic(bootstrap, args.count, args.keys)
@@ -147,8 +218,9 @@ def main() -> int:
             results.append(result)
             print(json.dumps(result), flush=True)
     report(results)
-    if not args.skip_core:
-        subprocess.run([sys.executable, str(ROOT / "bench" / "temporal_core_bench.py")], check=True)
+    core = [] if args.skip_core else run_core(args.markdown)
+    if args.markdown:
+        markdown(args.markdown, results, core, args, time.monotonic() - began)
     return 0
 
 

@@ -6,6 +6,7 @@ confluent-kafka Python loop computing the same windows, and Spark's built-in
 ``groupBy(window(ts, 5m, 1m), tag).count()`` in append mode, ``--repeat`` rounds (default 3). Prints
 the median round's tweets/s and peak memory
 (JVM + Python) of each. Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
+``--markdown PATH`` also writes the tables, the parameters and the command to a Markdown file.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import report as md
 from bench.procmem import bench_broker, run_measured
 from connectors.kafka import admin, ensure_topics
 from trending.generate import generate_tweets, produce_tweets
@@ -144,30 +146,84 @@ def median_run(runs: list[dict[str, float]]) -> dict[str, float]:
     return ordered[len(ordered) // 2]
 
 
-def report(results: dict[str, dict[str, Any]]) -> None:
-    print()
-    header = ("tweets", "seconds", "tweets/s", "wall s", "wall t/s", "peak MB")
-    print(f"{'run (median of the rounds)':<34}" + "".join(f"{h:>11}" for h in header))
-    for name, r in results.items():
-        cells = (
-            f"{int(r['tweets']):,}",
-            f"{r['seconds']:.2f}",
-            f"{r['tweets'] / r['seconds']:,.0f}",
-            f"{r['wall']:.1f}",
-            f"{r['tweets'] / r['wall']:,.0f}",
-            f"{r['peak'] / 2**20:,.0f}",
-        )
-        print(f"{name:<34}" + "".join(f"{c:>11}" for c in cells))
-    print()
-    for name, r in results.items():
-        rounds = ", ".join(f"{rate:,.0f}" for rate in r["round_rates"])
-        print(f"{name}: tweets/s by round {rounds}")
+HEADER = ("tweets", "seconds", "tweets/s", "wall s", "wall t/s", "peak MB")
+FIRST = "run (median of the rounds)"
+
+
+def cells(r: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        f"{int(r['tweets']):,}",
+        f"{r['seconds']:.2f}",
+        f"{r['tweets'] / r['seconds']:,.0f}",
+        f"{r['wall']:.1f}",
+        f"{r['tweets'] / r['wall']:,.0f}",
+        f"{r['peak'] / 2**20:,.0f}",
+    )
+
+
+def by_round(r: dict[str, Any]) -> str:
+    return ", ".join(f"{rate:,.0f}" for rate in r["round_rates"])
+
+
+def ratios(results: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """The job's tweets/s over each peer's."""
     job = results[JOB]
     rate = job["tweets"] / job["seconds"]
+    return {
+        name: rate / (peer["tweets"] / peer["seconds"])
+        for name, peer in results.items()
+        if name != JOB
+    }
+
+
+def report(results: dict[str, dict[str, Any]]) -> None:
     print()
-    for name, peer in results.items():
-        if name != JOB:
-            print(f"job vs {name}: {rate / (peer['tweets'] / peer['seconds']):.2f}x")
+    print(f"{FIRST:<34}" + "".join(f"{h:>11}" for h in HEADER))
+    for name, r in results.items():
+        print(f"{name:<34}" + "".join(f"{c:>11}" for c in cells(r)))
+    print()
+    for name, r in results.items():
+        print(f"{name}: tweets/s by round {by_round(r)}")
+    print()
+    for name, ratio in ratios(results).items():
+        print(f"job vs {name}: {ratio:.2f}x")
+
+
+def markdown(
+    path: Path, results: dict[str, dict[str, Any]], extractors: dict[str, float],
+    args: argparse.Namespace, seconds: float, spark_version: str,
+) -> None:  # fmt: skip
+    lines = [
+        "# The hashtags job against its peers",
+        "",
+        md.measured(__file__, seconds, spark_version=spark_version, master="local[2]"),
+        "",
+        md.parameters({"count": args.count, "repeat": args.repeat,
+                       "skip": ",".join(args.skip) or "none"}),
+        "",
+        *md.table((FIRST, *HEADER, "tweets/s by round", "job vs it"), [
+            (name, *cells(r), by_round(r), "" if name == JOB else f"{ratios(results)[name]:.2f}x")
+            for name, r in results.items()
+        ]),
+        "",
+        f"The same {args.count:,} generated tweets (seed 42, one topic of 4 partitions on the "
+        "broker beside the job), read whole by each in one batch, one after another, "
+        "`repeat` rounds: the row of the round with the median processing time. Seconds: "
+        "from the first read to the last commit (the job's own summary; the peers time the "
+        "same span); wall: the whole process, start-up included; peak MB: the most resident "
+        "memory of the process tree (JVM + Python). The job runs end to end "
+        "(`trending run hashtags --available-now`, `local[2]`); the plain loop is a "
+        "confluent-kafka Python consumer computing the same windows; the built-in is "
+        "`groupBy(window(ts, 5m, 1m), tag).count()` in append mode.",
+    ]  # fmt: skip
+    if extractors:
+        lines += [
+            "",
+            "The hashtag step alone (decode + extract, noop sink, warm JVM):",
+            "",
+            *md.table(("extractor", "tweets/s"), [(n, f"{r:,.0f}") for n, r in extractors.items()]),
+        ]
+    md.write(path, lines)
 
 
 def main() -> int:
@@ -175,7 +231,11 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the median is shown")
     parser.add_argument("--skip", nargs="*", default=[], choices=["plain", "builtin", "extractor"])
+    parser.add_argument(
+        "--markdown", type=Path, help="also write the tables as Markdown to this file"
+    )
     args = parser.parse_args()
+    began = time.monotonic()
     os.environ.setdefault("PYSPARK_PYTHON", PY)
     with bench_broker(ROOT / "build" / "bench" / "broker") as bootstrap:
         topic = ensure_data(bootstrap, args.count)
@@ -196,10 +256,15 @@ def main() -> int:
                 for name, rs in runs.items()
             }
             report(results)
+            extractors: dict[str, float] = {}
             if "extractor" not in args.skip:
                 print("\nhashtag step alone (decode + extract, noop sink, warm JVM):")
-                for name, rate in run_extractors(bootstrap, topic).items():
+                extractors = run_extractors(bootstrap, topic)
+                for name, rate in extractors.items():
                     print(f"  {name:<20}{rate:>12,.0f} tweets/s")
+    if args.markdown:
+        elapsed = time.monotonic() - began
+        markdown(args.markdown, results, extractors, args, elapsed, md.pyspark_version())
     return 0
 
 

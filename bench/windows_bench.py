@@ -9,7 +9,8 @@
 * spark: ``apply_window`` on ``local[2]`` over JSON files (``--keys`` keys), timed on a batch
   after a warm-up batch, output to the ``noop`` sink (``--no-spark`` skips it).
 
-Prints ``name=... value=... unit=...`` lines. ``make bench-windows`` runs it.
+Prints ``name=... value=... unit=...`` lines. ``make bench-windows`` runs it. ``--markdown PATH``
+also writes them as a table, with the parameters and the command, to a Markdown file.
 """
 
 from __future__ import annotations
@@ -25,13 +26,18 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import report as md
 from trending.windows.spl import Count, SlidingWindow, WindowEvent
 
 WINDOW, TRIGGER = 1000, 1
 
 
-def report(name: str, value: float, unit: str) -> None:
+def report(name: str, value: float, unit: str) -> list[str]:
+    """Prints the figure's line; its Markdown table's cells."""
     print(f"name={name} value={value:.0f} unit={unit}", flush=True)
+    return [name, unit, f"{value:,.0f}"]
 
 
 def core_rate(tuples: int, repeats: int = 3) -> float:
@@ -113,14 +119,42 @@ def main() -> None:
     parser.add_argument("--spark-rows", type=int, default=100_000)
     parser.add_argument("--keys", type=int, default=50)
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument(
+        "--markdown", type=Path, help="also write the table as Markdown to this file"
+    )
     args = parser.parse_args()
-    report("core sliding count(1000) trigger count(1)", core_rate(args.tuples), "tuples/s")
+    began = time.monotonic()
+    rows = [report("core sliding count(1000) trigger count(1)", core_rate(args.tuples), "tuples/s")]
     held, snapshot = memory_per_partition(args.partitions)
-    report("memory per full count(1000) partition", held, "bytes")
-    report("snapshot per full count(1000) partition", snapshot, "bytes")
+    rows.append(report("memory per full count(1000) partition", held, "bytes"))
+    rows.append(report("snapshot per full count(1000) partition", snapshot, "bytes"))
     if not args.no_spark:
         rate = spark_rate(args.spark_rows, args.keys)
-        report(f"spark runner local[2] {args.keys} keys", rate, "tuples/s")
+        rows.append(report(f"spark runner local[2] {args.keys} keys", rate, "tuples/s"))
+    if args.markdown:
+        markdown(args.markdown, rows, args, time.monotonic() - began)
+
+
+def markdown(path: Path, rows: list[list[str]], args: argparse.Namespace, seconds: float) -> None:
+    md.write(path, [
+        "# SPL windows: the pure core and the Spark runner",
+        "",
+        md.measured(__file__, seconds, master=None if args.no_spark else "local[2]"),
+        "",
+        md.parameters({"tuples": args.tuples, "partitions": args.partitions,
+                       "spark-rows": args.spark_rows, "keys": args.keys,
+                       "spark": not args.no_spark}),
+        "",
+        *md.table(("figure", "unit", "value"), rows, left=2),
+        "",
+        f"Core: a sliding `count({WINDOW})` window with a `count({TRIGGER})` trigger, the best of "
+        "3 runs over `tuples` tuples (each tuple evicts one, inserts one and triggers the "
+        f"{WINDOW}-tuple window, whose content is a view). Memory: the same window kept full in "
+        "`partitions` partitions: bytes held per partition (tracemalloc, tuples included) and "
+        "bytes of its JSON snapshot per partition (what the Spark runner stores). Spark: "
+        "`apply_window` over JSON files of `keys` keys, `spark-rows` rows timed after a "
+        "warm-up batch, output to the `noop` sink.",
+    ])  # fmt: skip
 
 
 if __name__ == "__main__":
