@@ -5,7 +5,11 @@ the job end to end on local[2] (``trending run hashtags --available-now``), a pl
 confluent-kafka Python loop computing the same windows, and Spark's built-in
 ``groupBy(window(ts, 5m, 1m), tag).count()`` in append mode, ``--repeat`` rounds (default 3). Prints
 the median round's tweets/s and peak memory
-(JVM + Python) of each. Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker.
+(JVM + Python) of each, and the job's start-up: from its own lines, the time from its process's
+start to the query being ready (per phase) and to its first committed micro-batch, then a second
+run on the same checkpoint with nothing to read (wall time and phases), and the job's rate
+excluding start-up (its wall time minus that run's). Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set,
+else a local broker.
 ``--markdown PATH`` also writes the tables, the parameters and the command to a Markdown file.
 """
 
@@ -85,7 +89,7 @@ def ensure_data(bootstrap: str, count: int, **settings: Any) -> str:
     return topic
 
 
-def run_job(bootstrap: str, topic: str, work: Path) -> dict[str, float]:
+def run_job(bootstrap: str, topic: str, work: Path) -> dict[str, Any]:
     out = f"bench-trending-{uuid.uuid4().hex[:8]}"
     command = [
         str(ROOT / ".venv/bin/trending"), "run", "hashtags", "--available-now",
@@ -99,12 +103,54 @@ def run_job(bootstrap: str, topic: str, work: Path) -> dict[str, float]:
     match = re.search(r"(\d+) tweets, .* ([\d.]+)s from first read to last commit", text)
     if match is None:
         raise RuntimeError(f"no summary in the job's output:\n{text[-2000:]}")
+    empty_wall, _, empty_text = run_measured(command)  # the same checkpoint: nothing to read
     return {
         "tweets": int(match.group(1)),
         "seconds": float(match.group(2)),
         "wall": wall,
         "peak": peak,
+        "startup": startup_of(text),
+        "empty_wall": empty_wall,
+        "empty_startup": startup_of(empty_text),
     }
+
+
+READY = re.compile(r"job ready ([\d.]+) s after the process started: (.*)")
+FIRST_BATCH = re.compile(r"first micro-batch committed ([\d.]+) s after the process started")
+
+
+def startup_of(text: str) -> dict[str, Any]:
+    """The job's start-up lines (:mod:`trending.jobs.startup`): ``ready`` seconds after the
+    process started and its phases, and ``first`` (the first micro-batch committed), if any."""
+    ready, first = READY.search(text), FIRST_BATCH.search(text)
+    phases: dict[str, float] = {}
+    for part in ready.group(2).split(", ") if ready else []:
+        name, _, seconds = part.removesuffix(" s").rpartition(" ")
+        phases[name] = float(seconds)
+    return {
+        "ready": float(ready.group(1)) if ready else None,
+        "phases": phases,
+        "first": float(first.group(1)) if first else None,
+    }
+
+
+def startup_lines(job: dict[str, Any]) -> list[str]:
+    """Where the job's start-up went, and the run with nothing to read."""
+
+    def phases(startup: dict[str, Any]) -> str:
+        return ", ".join(f"{n} {v:.1f} s" for n, v in startup["phases"].items()) or "-"
+
+    run, empty = job["startup"], job["empty_startup"]
+    first = "-" if run["first"] is None else f"{run['first']:.1f} s"
+    net = job["wall"] - job["empty_wall"]
+    excluding = f"{job['tweets'] / net:,.0f} tweets/s" if net > 0 else "-"
+    return [
+        f"job start-up: first micro-batch committed {first} after the process started; "
+        f"ready {run['ready'] or 0:.1f} s: {phases(run)}",
+        f"run with nothing to read, same checkpoint: {job['empty_wall']:.1f} s wall; ready "
+        f"{empty['ready'] or 0:.1f} s: {phases(empty)}",
+        f"job rate excluding start-up (wall minus the run with nothing to read): {excluding}",
+    ]
 
 
 def run_plain(bootstrap: str, topic: str) -> dict[str, float]:
@@ -140,7 +186,7 @@ def run_extractors(bootstrap: str, topic: str) -> dict[str, float]:
     return rates
 
 
-def median_run(runs: list[dict[str, float]]) -> dict[str, float]:
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median processing time (its own wall time and memory)."""
     ordered = sorted(runs, key=lambda r: r["seconds"])
     return ordered[len(ordered) // 2]
@@ -187,6 +233,9 @@ def report(results: dict[str, dict[str, Any]]) -> None:
     print()
     for name, ratio in ratios(results).items():
         print(f"job vs {name}: {ratio:.2f}x")
+    print()
+    for line in startup_lines(results[JOB]):
+        print(line)
 
 
 def markdown(
@@ -215,6 +264,11 @@ def markdown(
         "(`trending run hashtags --available-now`, `local[2]`); the plain loop is a "
         "confluent-kafka Python consumer computing the same windows; the built-in is "
         "`groupBy(window(ts, 5m, 1m), tag).count()` in append mode.",
+        "",
+        "The job's start-up, from its own lines (median round), then a second run on the same "
+        "checkpoint with nothing to read:",
+        "",
+        *(f"* {line}" for line in startup_lines(results[JOB])),
     ]  # fmt: skip
     if extractors:
         lines += [
@@ -241,7 +295,7 @@ def main() -> int:
         topic = ensure_data(bootstrap, args.count)
         with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
             work = Path(tmp)
-            runs: dict[str, list[dict[str, float]]] = {}
+            runs: dict[str, list[dict[str, Any]]] = {}
             for round_ in range(1, args.repeat + 1):
                 runs.setdefault(JOB, []).append(run_job(bootstrap, topic, work))
                 if "plain" not in args.skip:

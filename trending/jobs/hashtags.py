@@ -395,29 +395,31 @@ def start_query(
         config.spark_kafka_options,
     )
     registry = config.registry
-    rows = warm_up_rows(config, processor.checkpoint)
+    with phase("backlog"):
+        rows = warm_up_rows(config, processor.checkpoint)
     if rows:
         with phase("warm-up"):
             engine = processor.topk.engine(spark)
             warmed = dataclasses.replace(config, warm_up_rows=rows)
             warm_up(spark, engine, processor.tweet_schema, registry, warmed, options)
-    records = hashtag_records(
-        read_kafka_stream(spark, options),
-        processor.tweet_schema,
-        registry,
-        config.windows,
-        processor.job_id,
-        config.lateness_ms,
-        config.clock_skew,
-        config.bounds,
-    )
-    writer = (
-        processor.topk.count_records(records)
-        .writeStream.queryName(f"trending-hashtags-{processor.job_id}")
-        .option("checkpointLocation", processor.checkpoint.query_location)
-        .outputMode("update")
-        .foreachBatch(processor)
-    )
+    with phase("plan"):
+        records = hashtag_records(
+            read_kafka_stream(spark, options),
+            processor.tweet_schema,
+            registry,
+            config.windows,
+            processor.job_id,
+            config.lateness_ms,
+            config.clock_skew,
+            config.bounds,
+        )
+        writer = (
+            processor.topk.count_records(records)
+            .writeStream.queryName(f"trending-hashtags-{processor.job_id}")
+            .option("checkpointLocation", processor.checkpoint.query_location)
+            .outputMode("update")
+            .foreachBatch(processor)
+        )
     with phase("query start"):
         return triggered(writer, config).start(), processor
 
