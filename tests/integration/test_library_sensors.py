@@ -170,12 +170,14 @@ def write_file(folder: Path, number: int, rows: list[Event]) -> None:
     os.utime(path, (stamp, stamp))
 
 
-def run_stream(spark: Any, root: Path, checkpoint: Path, sink: Sink, per_sensor: bool) -> None:
+def run_stream(
+    spark: Any, root: Path, checkpoint: Path, sink: Sink, per_sensor: bool, size: int = SIZE
+) -> None:
     """One query (a new ``SensorMatching``) over the files not read yet, one micro-batch each."""
     from trending import SensorMatching
 
     matching = SensorMatching(
-        size=SIZE, threshold=THRESHOLD, lateness="3s", per_sensor=per_sensor, cell_size=0.1
+        size=size, threshold=THRESHOLD, lateness="3s", per_sensor=per_sensor, cell_size=0.1
     )
     readings = (
         spark.readStream.schema("sensor_id LONG, x DOUBLE, y DOUBLE, value DOUBLE, ts LONG")
@@ -233,6 +235,14 @@ def test_stream_matches_model_across_restart_and_replay(
     run_stream(spark, root, checkpoint, replayed, per_sensor)
     assert replayed.matches == {last: expected_m[-1]}
     assert replayed.popular == {last: expected_p[-1]}
+
+    # the checkpoint keeps its settings: a window of another size is refused, nothing handed
+    write_file(root / "readings", len(batches), batches[0][0])
+    write_file(root / "queries", len(batches), batches[0][1])
+    other = Sink()
+    with pytest.raises(Exception, match="holds sensor matching of other settings"):
+        run_stream(spark, root, checkpoint, other, per_sensor, size=SIZE + 1)
+    assert other.matches == {}
 
 
 def test_settings_and_columns_are_checked_at_once(spark: Any, tmp_path: Path) -> None:

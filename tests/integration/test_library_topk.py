@@ -152,11 +152,11 @@ def write_file(folder: Path, number: int, rows: list[Row]) -> None:
     os.utime(path, (stamp, stamp))
 
 
-def run_stream(spark: Any, folder: Path, checkpoint: Path, sink: Sink) -> None:
+def run_stream(spark: Any, folder: Path, checkpoint: Path, sink: Sink, k: int = K) -> None:
     """One query (a new ``SlidingTopK``) over the files not read yet, one micro-batch each."""
     from trending import SlidingTopK
 
-    topk = SlidingTopK(size="1m", hop="20s", align="5s", k=K, lateness="15 seconds")
+    topk = SlidingTopK(size="1m", hop="20s", align="5s", k=k, lateness="15 seconds")
     stream = (
         spark.readStream.schema("tag STRING, ts LONG")
         .option("maxFilesPerTrigger", 1)
@@ -211,6 +211,13 @@ def test_stream_matches_model_across_restart_and_replay(
     replayed = Sink()
     run_stream(spark, folder, checkpoint, replayed)
     assert replayed.rows == {last: expected[-1]}
+
+    # the checkpoint keeps its settings: another k is refused, nothing handed over
+    write_file(folder, len(batches), batches[0])
+    other = Sink()
+    with pytest.raises(Exception, match="holds a top-k of other settings"):
+        run_stream(spark, folder, checkpoint, other, k=K + 1)
+    assert other.rows == {}
 
 
 @pytest.mark.parametrize("size,hop", [(SIZE, HOP), (50_000, 20_000)])

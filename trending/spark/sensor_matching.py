@@ -20,10 +20,8 @@ writer (``foreachBatch``) and not a DataFrame function: its stores go from versi
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import re
 import time as clock
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -36,6 +34,7 @@ from pyspark.sql.types import IntegralType, NumericType, TimestampType
 
 from trending.durations import parse_duration_ms
 from trending.errors import UserError
+from trending.spark.batch_state import BatchStates
 from trending.spark.project_classes import use_project_classes
 from trending.spark.sensor_steps import (
     DEAD,
@@ -54,8 +53,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATE_FOLDER = "trending-sensors"
-STATE_VERSION = 1
-_SAVED = re.compile(r"\d+\.json")
 DEFAULT_PARTITIONS = 4
 
 
@@ -409,8 +406,10 @@ class SensorBatches:
         self.on_late = on_late
         self.checkpoint = checkpoint
         self.late = 0  # rows not applied, since the writer started
-        self._files: Any = None
-        self._root: Any = None
+        self._states = BatchStates(
+            checkpoint, STATE_FOLDER, matching.settings.as_dict(), SensorMatchingError,
+            "sensor matching",
+        )  # fmt: skip
         self._state: SensorState | None = None
         self._batch: int | None = None  # the batch self._state is after
         self.job = f"sensors-{id(self):x}"
@@ -463,52 +462,11 @@ class SensorBatches:
                 after = applied.state
         finally:
             events.unpersist()
-        self._save(batch_id, after)
+        self._states.save(spark, batch_id, after.to_json())
         self._state, self._batch = after, batch_id
 
     def _state_before(self, spark: SparkSession, batch_id: int) -> SensorState:
         if self._state is not None and self._batch == batch_id - 1:
             return self._state
-        files = self._folder(spark)
-        before = [b for b in self._saved() if b < batch_id]
-        if not before:
-            return SensorState()
-        saved = json.loads(str(files.readText(f"{before[-1]}.json")))
-        settings = self.matching.settings.as_dict()
-        if saved.get("settings") != settings:
-            raise SensorMatchingError(
-                f"the checkpoint {self.checkpoint} holds sensor matching of other settings "
-                f"({saved.get('settings')}, not {settings}): use a new checkpoint"
-            )
-        return SensorState.from_json(saved["state"])
-
-    def _save(self, batch_id: int, state: SensorState) -> None:
-        files = self._files
-        text = json.dumps(
-            {
-                "version": STATE_VERSION,
-                "settings": self.matching.settings.as_dict(),
-                "state": state.to_json(),
-            }
-        )
-        saved_before = self._saved()
-        if batch_id in saved_before:
-            files.writeText(f"{batch_id}.json", text)
-        else:
-            files.writeTextAtomically(f"{batch_id}.json", text)
-        for saved in saved_before:
-            if saved < batch_id - 1:
-                files.delete(f"{saved}.json")
-
-    def _saved(self) -> list[int]:
-        names = [str(name) for name in self._root.list(STATE_FOLDER)]
-        return sorted(int(n[: -len(".json")]) for n in names if _SAVED.fullmatch(n))
-
-    def _folder(self, spark: SparkSession) -> Any:
-        if self._files is None:
-            jvm: Any = spark.sparkContext._jvm
-            files = jvm.trending.state.CheckpointFiles
-            self._root = files(spark._jsparkSession, self.checkpoint)
-            location = self.checkpoint.rstrip("/") + "/" + STATE_FOLDER
-            self._files = files(spark._jsparkSession, location)
-        return self._files
+        saved = self._states.before(spark, batch_id)
+        return SensorState() if saved is None else SensorState.from_json(saved)

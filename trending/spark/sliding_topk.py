@@ -21,9 +21,7 @@ top-k of each open window) in the query's checkpoint, beside Spark's own logs.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time as clock
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -47,6 +45,7 @@ from pyspark.sql.types import (
 
 from trending.durations import parse_duration_ms
 from trending.errors import UserError
+from trending.spark.batch_state import BatchStates
 from trending.spark.hashtag_state import (
     COUNTED,
     DEAD,
@@ -71,7 +70,6 @@ log = logging.getLogger(__name__)
 
 EMITS = ("change", "close")
 STATE_FOLDER = "trending-topk"
-STATE_VERSION = 1
 LATE_REASON, NO_TIME_REASON = "late", "no event time"
 ENTRY = StructType([StructField("key", StringType()), StructField("count", LongType())])
 TOPK_SCHEMA = StructType(
@@ -84,7 +82,6 @@ TOPK_SCHEMA = StructType(
     ]
 )
 """The rows of :class:`SlidingTopK`: one per published top-k of a window."""
-_SAVED = re.compile(r"\d+\.json")
 _HEADERS = "array<struct<key:string,value:binary>>"
 
 
@@ -410,8 +407,9 @@ class TopKBatches:
         self.checkpoint = checkpoint
         self.on_late = on_late
         self.late = 0  # rows not counted, since the writer started
-        self._files: Any = None
-        self._root: Any = None
+        self._states = BatchStates(
+            checkpoint, STATE_FOLDER, topk.settings.as_dict(), TopKError, "a top-k"
+        )
         self._merger: TopKMerger | None = None
         self._batch: int | None = None  # the batch self._merger's state is after
 
@@ -432,7 +430,7 @@ class TopKBatches:
                     log.warning(
                         "batch %d: %d rows not counted (late, no event time)", batch_id, late
                     )
-        self._save(batch_id, merger.state)
+        self._states.save(spark, batch_id, merger.state.to_json())
         self._batch = batch_id
 
     def _late_rows(self, side: DataFrame) -> DataFrame:
@@ -444,48 +442,10 @@ class TopKBatches:
         s = self.topk.settings
         if self._merger is not None and self._batch == batch_id - 1:
             return self._merger
-        files = self._folder(spark)
-        done = self._saved()
-        before = [b for b in done if b < batch_id]
-        state = None
-        if before:
-            saved = json.loads(str(files.readText(f"{before[-1]}.json")))
-            if saved.get("settings") != s.as_dict():
-                raise TopKError(
-                    f"the checkpoint {self.checkpoint} holds a top-k of other settings "
-                    f"({saved.get('settings')}, not {s.as_dict()}): use a new checkpoint"
-                )
-            state = MergeState.from_json(saved["state"])
+        saved = self._states.before(spark, batch_id)
+        state = None if saved is None else MergeState.from_json(saved)
         self._merger = TopKMerger(s.windows, s.k, s.lateness_ms, state)
         return self._merger
-
-    def _save(self, batch_id: int, state: MergeState) -> None:
-        files = self._files
-        text = {"version": STATE_VERSION, "settings": self.topk.settings.as_dict()}
-        text["state"] = state.to_json()
-        saved_before = self._saved()
-        if batch_id in saved_before:  # the batch ran again: the same state, replaced whole
-            files.writeText(f"{batch_id}.json", json.dumps(text))
-        else:
-            files.writeTextAtomically(f"{batch_id}.json", json.dumps(text))
-        for saved in saved_before:
-            if saved < batch_id - 1:
-                files.delete(f"{saved}.json")
-
-    def _saved(self) -> list[int]:
-        """The batches whose state is saved, in order."""
-        names = [str(name) for name in self._root.list(STATE_FOLDER)]
-        return sorted(int(n[: -len(".json")]) for n in names if _SAVED.fullmatch(n))
-
-    def _folder(self, spark: SparkSession) -> Any:
-        """The state's folder (``CheckpointFiles``); its parent, the checkpoint, in ``_root``."""
-        if self._files is None:
-            jvm: Any = spark.sparkContext._jvm
-            files = jvm.trending.state.CheckpointFiles
-            self._root = files(spark._jsparkSession, self.checkpoint)
-            location = self.checkpoint.rstrip("/") + "/" + STATE_FOLDER
-            self._files = files(spark._jsparkSession, location)
-        return self._files
 
 
 def _rows(updates: list[TopKUpdate]) -> list[tuple[Any, ...]]:
