@@ -19,25 +19,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pyspark.sql import functions as F
 
-from connectors.avro import schema_json
-from connectors.spark_kafka import decode_avro, read_kafka_stream, source_options
+from bench.spark_builtin import window_counts
 from trending.spark.session import build_session
 
 
 def main(bootstrap: str, topic: str, out_topic: str, checkpoint: str, trigger_ms: str) -> None:
     spark = build_session("bench-latency-builtin", "local[2]", shuffle_partitions=2)
-    options = source_options(bootstrap, topic, "earliest", None, {})
-    tweets = decode_avro(read_kafka_stream(spark, options), schema_json("tweet"), None)
-    counts = (
-        tweets.where(F.col("reason").isNull())
-        .select(
-            F.col("record.created_at").alias("ts"),
-            F.explode(F.call_function("hashtag_keys", F.col("record.text"))).alias("tag"),
-        )
-        .withWatermark("ts", "30 seconds")
-        .groupBy(F.window("ts", "5 minutes", "1 minute"), "tag")
-        .count()
-    )
+    counts = window_counts(spark, bootstrap, topic)
     query = (
         counts.select(F.to_json(F.struct("window", "tag", "count")).alias("value"))
         .writeStream.format("kafka")

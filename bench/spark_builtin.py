@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 from pyspark.sql import functions as F
 
@@ -17,12 +18,13 @@ from connectors.spark_kafka import decode_avro, read_kafka_stream, source_option
 from trending.spark.session import build_session
 
 
-def main(bootstrap: str, topic: str, out_topic: str, checkpoint: str) -> None:
-    spark = build_session("bench-spark-builtin", "local[2]", shuffle_partitions=2)
+def window_counts(spark: Any, bootstrap: str, topic: str) -> Any:
+    """``groupBy(window(created_at, 5 minutes, 1 minute), tag).count()`` over the tweets of
+    ``topic``, with a 30 s watermark and the job's JVM hashtag function."""
     tweets = decode_avro(
         read_kafka_stream(spark, source_options(bootstrap, topic)), schema_json("tweet"), None
     )
-    counts = (
+    return (
         tweets.where(F.col("reason").isNull())
         .select(
             F.col("record.created_at").alias("ts"),
@@ -32,6 +34,11 @@ def main(bootstrap: str, topic: str, out_topic: str, checkpoint: str) -> None:
         .groupBy(F.window("ts", "5 minutes", "1 minute"), "tag")
         .count()
     )
+
+
+def main(bootstrap: str, topic: str, out_topic: str, checkpoint: str) -> None:
+    spark = build_session("bench-spark-builtin", "local[2]", shuffle_partitions=2)
+    counts = window_counts(spark, bootstrap, topic)
     started = time.monotonic()
     query = (
         counts.select(F.to_json(F.struct("window", "tag", "count")).alias("value"))
