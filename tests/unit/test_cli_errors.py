@@ -7,7 +7,8 @@ import argparse
 
 import pytest
 
-from trending.cli import build_parser, main
+from tests.support.cli import run
+from trending.cli import build_parser
 
 # Options whose every string is a valid value on the command line (the command checks some
 # when it runs, as one-line errors too)
@@ -70,14 +71,6 @@ def cases() -> list[tuple[tuple[str, ...], str, str]]:
 
 
 CASES = cases()
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int | str | None, str]:
-    try:
-        code: int | str | None = main(argv)
-    except SystemExit as stop:
-        code = stop.code
-    return code, capsys.readouterr().err
 
 
 def test_every_option_is_checked_or_exempt_for_a_reason() -> None:

@@ -18,8 +18,9 @@ from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, KafkaError,
 from rich.console import Console, RenderableType
 
 from connectors.avro import AvroCodec
+from tests.support.cli import run
 from tests.unit.test_cli_help import PARSERS, option_helps
-from trending.cli import build_parser, main
+from trending.cli import build_parser
 from trending.commands.watch import (
     DEFAULT_TOPICS,
     KINDS,
@@ -456,14 +457,6 @@ def test_a_client_error_is_a_note_not_a_crash() -> None:
 
 def parse(*argv: str) -> argparse.Namespace:
     return build_parser().parse_args(["watch", *argv])
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int | str | None, str]:
-    try:
-        code: int | str | None = main(argv)
-    except SystemExit as stop:
-        code = stop.code
-    return code, capsys.readouterr().err
 
 
 def test_the_defaults_are_auto_from_earliest_until_stopped() -> None:
