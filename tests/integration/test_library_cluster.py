@@ -116,3 +116,75 @@ def test_sliding_topk_on_a_cluster_equals_the_model(
         (s, top_of(counts[s])) for s in sorted(counts)
     ]
     assert (SIZE, HOP, ALIGN, K) == (60_000, 20_000, 5_000, 3)  # the settings the script uses
+
+
+SENSORS_SCRIPT = r"""
+import json, sys
+from pyspark.sql import SparkSession
+from trending import SensorMatching
+
+master, root, checkpoint = sys.argv[1:4]
+spark = (
+    SparkSession.builder.master(master)
+    .config("spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    .config("spark.sql.shuffle.partitions", "4")
+    .config("spark.executor.memory", "1g")
+    .getOrCreate()
+)
+out = {"matches": {}, "popular": {}}
+def on_match(rows, batch_id):
+    out["matches"][batch_id] = sorted(
+        [r.query_id, r.sensor_id, r.value, int(r.reading_time.timestamp() * 1000),
+         int(r.query_time.timestamp() * 1000), r.x, r.y] for r in rows.collect())
+def on_popular(rows, batch_id):
+    out["popular"][batch_id] = sorted(
+        [r.sensor_id, r.x, r.y, r.value, int(r.reading_time.timestamp() * 1000), r.matches]
+        for r in rows.collect())
+readings = (spark.readStream.schema("sensor_id LONG, x DOUBLE, y DOUBLE, value DOUBLE, ts LONG")
+            .option("maxFilesPerTrigger", 1).json(root + "/readings"))
+queries = (spark.readStream.schema("query_id LONG, x DOUBLE, y DOUBLE, distance DOUBLE, ts LONG")
+           .option("maxFilesPerTrigger", 1).json(root + "/queries"))
+matching = SensorMatching(size=6, threshold=2, lateness="3s", cell_size=0.1)
+query = matching.start(readings, queries, on_match, checkpoint=checkpoint, on_popular=on_popular,
+                       trigger={"availableNow": True})
+query.awaitTermination()
+out["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.timeout(900)
+def test_sensor_matching_on_a_cluster_equals_the_model(
+    cluster: StandaloneCluster, tmp_path: Path
+) -> None:
+    """``trending.SensorMatching`` with its three state stores on the workers' executors, from a
+    plain session: the brute force of ``test_library_sensors`` (global window of 6)."""
+    from tests.integration import test_library_sensors as sensors
+
+    batches = sensors.random_batches(23, 400, 5)
+    expected_m, expected_p, _ = sensors.model(batches, per_sensor=False)
+    root = tmp_path / "in"
+    for number, (readings, queries) in enumerate(batches):
+        sensors.write_file(root / "readings", number, readings)
+        sensors.write_file(root / "queries", number, queries)
+    script = tmp_path / "sensors.py"
+    script.write_text(SENSORS_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), cluster.master_url, str(root), str(tmp_path / "cp")],
+        capture_output=True, text=True, timeout=840, env=cluster_env(), check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["executors"] >= 3  # the driver and an executor on each worker
+    assert (sensors.SIZE, sensors.THRESHOLD, sensors.LATENESS) == (6, 2, 3_000)
+
+    def in_order(per_batch: dict[str, list]) -> list:  # type: ignore[type-arg]
+        return [
+            [tuple(r) for r in rows]
+            for _, rows in sorted(per_batch.items(), key=lambda kv: int(kv[0]))
+        ]
+
+    assert in_order(out["matches"]) == expected_m
+    assert in_order(out["popular"]) == expected_p
+    assert sum(map(len, expected_m)) > 30
