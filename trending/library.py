@@ -139,6 +139,7 @@ def temporal_window(
     value_column: str | None = None,
     watermark: str = "0 seconds",
     invalid: Invalid = "fail",
+    buckets: int | None = None,
 ) -> DataFrame:
     """The rows of the StreamInsight temporal ``query`` (:mod:`trending.windows.temporal.spec`)
     per ``key``, over events in ``df``, with Spark's watermark as the CTI.
@@ -162,6 +163,11 @@ def temporal_window(
     ``start`` and ``end`` (timestamps; ``end`` null when the row holds until the end of time),
     ``value`` (double; null for ``top_k``) and ``values`` (``top_k``'s values, largest first;
     else empty).
+
+    The keys' state is kept in ``buckets`` grouping keys (by default two per shuffle
+    partition of the session), each read and written with one state call per micro-batch: a
+    query restarted on its checkpoint must keep the number, and one started with another fails
+    saying which to give.
     """
     parsed = query if isinstance(query, TemporalQuery) else parse_temporal_spec(dict(query))
     columns = [key, start, end, kind_column, id_column, value_column]
@@ -176,7 +182,7 @@ def temporal_window(
     if df.isStreaming:
         check_spark(df.sparkSession, "event")
     events = decoded_events(df, key, start, end, kind_column, id_column, value_column, watermark)
-    rows = run_temporal(events, parsed, WindowRows(fields[key].dataType, invalid))
+    rows = run_temporal(events, parsed, WindowRows(fields[key].dataType, invalid), buckets)
     return _window_rows(rows, key)
 
 

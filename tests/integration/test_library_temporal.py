@@ -301,6 +301,7 @@ def stream_in_files(
             temporal_window(
                 stream, spec, key="key", start="start", end="end", kind_column="kind",
                 id_column="id", value_column="value", watermark=f"{DELAY_MS} milliseconds",
+                buckets=1 if i == 0 else None,  # all keys in one grouping key | the default
             )
             .writeStream.foreachBatch(sink)
             .option("checkpointLocation", str(folder / f"chk{i}"))
@@ -417,6 +418,40 @@ def test_a_streaming_window_names_the_setting_it_misses(spark: Any, tmp_path: Pa
             temporal_window(stream, {"kind": "snapshot", "aggregate": "count"}, end="end")
     finally:
         spark.conf.set(PROVIDER_CONF, ROCKSDB)
+
+
+def test_a_restart_with_another_number_of_buckets_is_refused_naming_it(
+    spark: Any, tmp_path: Path
+) -> None:
+    from pyspark.errors import StreamingQueryException
+
+    from trending import temporal_window
+
+    source = tmp_path / "in"
+    source.mkdir()
+    write_file(source, random_events(5, 12, open_edges=True))
+
+    def run(buckets: int) -> None:
+        stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
+        query = (
+            temporal_window(stream, SNAPPED, key="key", start="start", end="end",
+                            kind_column="kind", id_column="id", value_column="value",
+                            watermark="0 seconds", buckets=buckets)
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "chk"))
+            .start()
+        )  # fmt: skip
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+
+    run(3)
+    later = [{name: r[name] + 60_000 if name in ("start", "end") and r[name] is not None
+              else r[name] for name in r} for r in random_events(6, 12, open_edges=False)]  # fmt: skip
+    write_file(source, later)
+    with pytest.raises(StreamingQueryException, match="in 3 buckets, not 5: give buckets=3"):
+        run(5)
 
 
 def test_the_example_runs_on_a_plain_session() -> None:

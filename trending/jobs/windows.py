@@ -54,6 +54,7 @@ from trending.jobs.startup import phase
 from trending.metrics import LATE_REASONS, Metrics
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.collect import in_parts
+from trending.spark.key_buckets import default_buckets
 from trending.spark.session import NO_DATA_CONF
 from trending.spark.temporal_steps import (
     DEAD,
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
-STATE_LAYOUT = "temporal-json-1"
+STATE_LAYOUT = "temporal-buckets-1"
 
 
 @dataclass(frozen=True)
@@ -99,12 +100,13 @@ class WindowsJobConfig(JobSettings):
         if self.lateness_ms < 0:
             raise UserError("--lateness must be >= 0")
 
-    def state_settings(self) -> dict[str, Any]:
+    def state_settings(self, buckets: int) -> dict[str, Any]:
         """The settings the job's state depends on: a checkpoint keeps them for its lifetime."""
         return {
             "state_layout": STATE_LAYOUT,
             "spec": json.loads(json.dumps(self.spec, sort_keys=True)),
             "lateness_ms": self.lateness_ms,
+            "buckets": buckets,
         }
 
 
@@ -155,8 +157,10 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
         checkpoint: JobCheckpoint,
         job_id: str,
         writer: TransactionalBatchWriter,
+        buckets: int | None = None,
     ) -> None:
         self.config, self.checkpoint, self.job_id, self.writer = config, checkpoint, job_id, writer
+        self.buckets = buckets  # of the keys' state (:mod:`trending.spark.key_buckets`)
         self.state = committed_state(writer, DriverState.from_json) or DriverState()
         url = config.schema_registry_url
         self.rows_codec = AvroCodec("window_row", url, subject=f"{config.output_topic}-value")
@@ -310,11 +314,19 @@ class WindowsObserver:
 def open_processor(spark: SparkSession, config: WindowsJobConfig) -> WindowsBatchProcessor:
     """Claim the checkpoint, fence the previous writer and read the committed state."""
     checkpoint = JobCheckpoint(spark, config.checkpoint)
+    buckets = key_buckets(spark, checkpoint)
 
     def build(job_id: str, writer: TransactionalBatchWriter) -> WindowsBatchProcessor:
-        return WindowsBatchProcessor(config, checkpoint, job_id, writer)
+        return WindowsBatchProcessor(config, checkpoint, job_id, writer, buckets)
 
-    return open_job(checkpoint, config, "windows", config.state_settings(), build)
+    return open_job(checkpoint, config, "windows", config.state_settings(buckets), build)
+
+
+def key_buckets(spark: SparkSession, checkpoint: JobCheckpoint) -> int:
+    """How many buckets the keys' state is in: as recorded by the checkpoint, else two per
+    shuffle partition of the session (:mod:`trending.spark.key_buckets`)."""
+    recorded = (checkpoint.recorded_settings() or {}).get("buckets")
+    return default_buckets(spark) if recorded is None else int(recorded)
 
 
 def start_query(
@@ -353,7 +365,7 @@ def start_query(
         config.lateness_ms, config.clock_skew, processor.control_topic,
     )  # fmt: skip
     writer = (
-        apply_temporal(events, config.query())
+        apply_temporal(events, config.query(), processor.buckets)
         .writeStream.queryName(f"trending-windows-{processor.job_id}")
         .option("checkpointLocation", processor.checkpoint.query_location)
         .foreachBatch(processor)

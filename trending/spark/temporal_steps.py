@@ -4,16 +4,18 @@ One streaming plan per query::
 
     Kafka records ─ from_avro ─ kind, sync time                   (stateless, per record)
       ─ withWatermark(sync time, lateness)                          (Spark's watermark W)
-      ─ transformWithStateInPandas keyed by key, event-time timers  (state store, executors)
-          per key one TemporalState (JSON, one ValueState row):
+      ─ transformWithStateInPandas keyed by bucket of key, event-time timers (state store,
+          executors; :mod:`trending.spark.key_buckets`)
+          per key one TemporalState (JSON, a row of its bucket's ListState):
             the CTI moves to W                                  -> RESULT rows
             then, in (sync time, partition, offset) order:
               events with sync < W -> LATE rows (with the record's bytes), or, with
                                       "violation": "adjust", moved up to W
               bad input            -> DEAD rows (with the reason)
               the others go in
-            one PROGRESS row: the newest watermark mark of the key's input rows
-          a timer at W + 1 while the state holds events: the key advances whenever W does
+          per bucket one PROGRESS row: the newest watermark mark of its input rows
+          a bucket's timer at W + 1 while a key of it holds events: every key advances
+          whenever W does
       ─ foreachBatch: RESULT, LATE and DEAD rows to Kafka in one transaction; the driver
         follows W from the PROGRESS rows (max mark - lateness), as Spark does
 
@@ -23,7 +25,7 @@ lateness`` (Spark's event-time watermark), raised by each CTI record to at least
 CTI goes into the watermark column as ``cti + lateness``). Every key's CTI is ``W``: a key's
 rows become final as the watermark passes them, whether or not the key had input. A CTI record
 changes no key: the watermark carries it (it reaches the keys only as a PROGRESS mark). An idle
-key (its state holds no event) keeps no state and no timer.
+key (its state holds no event) keeps no state, and a bucket of idle keys no timer.
 
 A CTI at the end of time closes the input for good: every row becomes final and every later
 event is late. Only the job's own control topic (``control_topic``) may send it; one on any other
@@ -60,6 +62,7 @@ from pyspark.sql.types import (
     DoubleType,
     IntegralType,
     LongType,
+    StringType,
     StructField,
     StructType,
     TimestampType,
@@ -68,6 +71,14 @@ from pyspark.sql.types import (
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
 from trending.spark.clock import ClockSkew, batch_clock_ms, skew_reason
+from trending.spark.key_buckets import (
+    BUCKET_COLUMN,
+    BucketState,
+    KeyCodec,
+    default_buckets,
+    timers_to,
+    with_bucket,
+)
 from trending.windows.temporal import (
     END_OF_TIME,
     CtiViolation,
@@ -175,21 +186,32 @@ def under_watermark(events: DataFrame, delay: str, columns: Sequence[str]) -> Da
     return watched.withWatermark("sync_at", delay).select(*columns)
 
 
-def apply_temporal(events: DataFrame, query: TemporalQuery) -> DataFrame:
+def apply_temporal(
+    events: DataFrame, query: TemporalQuery, buckets: int | None = None
+) -> DataFrame:
     """RESULT, LATE, DEAD and PROGRESS rows (:data:`OUTPUT_SCHEMA`) of :func:`temporal_events`."""
-    return run_temporal(events, query, KafkaRows())
+    return run_temporal(events, query, KafkaRows(), buckets)
 
 
 def run_temporal(
-    events: DataFrame, query: TemporalQuery, rows: TemporalRows, group: str = "key"
+    events: DataFrame,
+    query: TemporalQuery,
+    rows: TemporalRows,
+    buckets: int | None = None,
 ) -> DataFrame:
-    """``query`` per ``group`` over decoded ``events`` (kind, key, id, start_ms, end_ms, value,
-    sync_ms, mark_ms, reason and whatever ``rows`` needs); the rows ``rows`` makes."""
+    """``query`` per key over decoded ``events`` (kind, key, id, start_ms, end_ms, value,
+    sync_ms, mark_ms, reason and whatever ``rows`` needs); the rows ``rows`` makes. The keys
+    are hashed into ``buckets`` grouping keys (:mod:`trending.spark.key_buckets`; by default
+    two per shuffle partition)."""
     close = not events.isStreaming
     if close:
         events.sparkSession.streams  # noqa: B018 (a batch needs the state store coordinator)
-    return events.groupBy(group).transformWithStateInPandas(
-        statefulProcessor=TemporalProcessor(query, rows, close),
+    if buckets is None:
+        buckets = default_buckets(events.sparkSession)
+    codec = KeyCodec(events.schema["key"].dataType)
+    bucketed = with_bucket(events, "key", buckets)
+    return bucketed.groupBy(BUCKET_COLUMN).transformWithStateInPandas(
+        statefulProcessor=TemporalProcessor(query, rows, close, codec, buckets),
         outputStructType=rows.schema,
         outputMode="Append",
         timeMode="EventTime",
@@ -351,20 +373,31 @@ class WindowRows:
 
 
 class TemporalProcessor(StatefulProcessor):
-    """Runs each key's :class:`TemporalQuery` over its stored state (see the module doc);
-    ``close``: the input is a batch, all there is, so a CTI at the end of time follows it."""
+    """Runs each key's :class:`TemporalQuery` over its stored state (see the module doc), the
+    keys of a bucket together (:mod:`trending.spark.key_buckets`); ``close``: the input is a
+    batch, all there is, so a CTI at the end of time follows it.
+
+    A bucket has one timer, at ``W + 1`` while any of its keys holds events: when it fires (or
+    when the bucket has input) every key of the bucket advances to the batch's CTI ``W``.
+    """
 
     def __init__(
-        self, query: TemporalQuery, rows: TemporalRows | None = None, close: bool = False
+        self,
+        query: TemporalQuery,
+        rows: TemporalRows | None = None,
+        close: bool = False,
+        codec: KeyCodec | None = None,
+        buckets: int = 1,
     ) -> None:
         self.query = query
         self.rows: TemporalRows = rows or KafkaRows()
         self.close_input = close
-        self.fired: int | None = None  # the timer being handled
+        self.codec = codec or KeyCodec(StringType())
+        self.buckets = buckets
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.stored = handle.getValueState("temporal", STATE_SCHEMA)
+        self.stored = BucketState(handle, "temporal_keys", self.buckets)
 
     # Spark's names, and Spark passes these arguments by keyword
     def handleInputRows(  # noqa: N802
@@ -378,15 +411,7 @@ class TemporalProcessor(StatefulProcessor):
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         order = ["sync_ms", *self.rows.order]
         frame = frame.sort_values(order, kind="stable", ignore_index=True, na_position="first")
-        logic = self._logic()
-        out = self.rows.progress(frame)
-        if cti is not None:  # first the CTI, so that input behind it shows as a violation
-            out.extend(self.rows.result(key[0], row) for row in logic.advance(cti))
-        for record in frame.to_dict("records"):
-            out.extend(self._insert(logic, record, cti))
-        if self.close_input:
-            cti = END_OF_TIME
-        yield from self._finish(key[0], logic, cti, out)
+        yield from self._step(frame, cti, None)
 
     def handleExpiredTimer(  # noqa: N802
         self,
@@ -395,17 +420,50 @@ class TemporalProcessor(StatefulProcessor):
         expiredTimerInfo: ExpiredTimerInfo,  # noqa: N803
     ) -> Iterator[pd.DataFrame]:
         cti = _cti(timerValues.getCurrentWatermarkInMs())
-        self.fired = expiredTimerInfo.getExpiryTimeInMs()  # Spark has removed it already
-        yield from self._finish(key[0], self._logic(), cti, [])
+        yield from self._step(None, cti, expiredTimerInfo.getExpiryTimeInMs())
 
     def close(self) -> None:
         pass
 
-    def _logic(self) -> TemporalLogic:
-        stored = self.stored.get() if self.stored.exists() else None
+    def _step(
+        self, frame: pd.DataFrame | None, cti: int | None, fired: int | None
+    ) -> Iterator[pd.DataFrame]:
+        """One micro-batch of a bucket: its keys' input rows (first the CTI, so that input
+        behind it shows as a violation), then every other key of the bucket to the CTI."""
+        entries = self.stored.load()  # the keys not brought up to date yet
+        done: dict[str, str] = {}
+        out: list[dict[str, Any]] = []
+        end = END_OF_TIME if self.close_input else cti
+        if frame is not None:
+            out.extend(self.rows.progress(frame))
+            keys = [self.codec.normal(value) for value in frame["key"].tolist()]
+            by_key: dict[Any, list[dict[str, Any]]] = {}
+            for value, record in zip(keys, frame.to_dict("records"), strict=True):
+                by_key.setdefault(value, []).append(record)
+            for value, records in by_key.items():
+                text = self.codec.text(value)
+                logic = self._logic(entries.pop(text, None))
+                if cti is not None:
+                    out.extend(self.rows.result(value, row) for row in logic.advance(cti))
+                for record in records:
+                    out.extend(self._insert(logic, record, cti))
+                out.extend(self._finish(value, text, logic, end, done))
+        if end is not None:
+            for text, stored in entries.items():
+                logic = self._logic(stored)
+                out.extend(self._finish(self.codec.value(text), text, logic, end, done))
+            entries = {}
+        kept = entries | done
+        self.stored.save(kept)
+        timers_to(self.handle, [max(cti or 0, 0) + 1] if kept else [], fired)
+        if out:
+            empty = dict.fromkeys(self.rows.names)  # a missing value is null, not NaN
+            yield pd.DataFrame([empty | row for row in out], columns=self.rows.names)
+
+    def _logic(self, stored: str | None) -> TemporalLogic:
         if stored is None:
             return self.query.build()
-        return self.query.build(self.query.restore(json.loads(stored[0])))
+        return self.query.build(self.query.restore(json.loads(stored)))
 
     def _insert(
         self, logic: TemporalLogic, record: dict[str, Any], cti: int | None
@@ -428,22 +486,15 @@ class TemporalProcessor(StatefulProcessor):
         return []
 
     def _finish(
-        self, key: str | None, logic: TemporalLogic, cti: int | None, out: list[dict[str, Any]]
-    ) -> Iterator[pd.DataFrame]:
+        self, key: Any, text: str, logic: TemporalLogic, cti: int | None, done: dict[str, str]
+    ) -> list[dict[str, Any]]:
+        """The key's rows up to ``cti``; its state into ``done`` unless it holds no event."""
+        out = []
         if cti is not None:
-            out.extend(self.rows.result(key, row) for row in logic.advance(cti))
-        for timer in list(self.handle.listTimers()):
-            if timer != self.fired:
-                self.handle.deleteTimer(timer)
-        self.fired = None
-        if logic.state.is_idle():
-            self.stored.clear()
-        else:
-            self.stored.update((json.dumps(logic.state.to_json(), separators=(",", ":")),))
-            self.handle.registerTimer(max(cti or 0, 0) + 1)
-        if out:
-            empty = dict.fromkeys(self.rows.names)  # a missing value is null, not NaN
-            yield pd.DataFrame([empty | row for row in out], columns=self.rows.names)
+            out = [self.rows.result(key, row) for row in logic.advance(cti)]
+        if not logic.state.is_idle():
+            done[text] = json.dumps(logic.state.to_json(), separators=(",", ":"))
+        return out
 
 
 def _cti(watermark_ms: int) -> int | None:
