@@ -93,6 +93,7 @@ def spl_window(
     watermark: str | None = None,
     include_window: bool = False,
     kinds: Iterable[str] | None = None,
+    buckets: int | None = None,
 ) -> DataFrame:
     """The events of the SPL window ``spec`` (:mod:`trending.windows.spl.spec`), per ``key``.
 
@@ -112,6 +113,12 @@ def spl_window(
     ``trigger`` and ``initial_full`` with the window; ``kinds`` keeps only those events.
     A batch ``df`` runs once over all its rows: no timer fires, so time policies act only when
     a later row of the key moves the clock.
+
+    The keys' windows are kept in ``buckets`` grouping keys (by default two per shuffle
+    partition of the session), each read and written with one state call per micro-batch (a
+    window past 16 KB of text in a row of its own): a query restarted on its checkpoint must
+    keep the number, and one started with another fails saying which to give. A spec with
+    partition eviction runs as one window of all keys instead (``buckets`` does not apply).
     """
     return apply_window(
         df,
@@ -124,6 +131,7 @@ def spl_window(
         watermark=watermark,
         kinds=kinds,
         include_window=include_window,
+        buckets=buckets,
     )
 
 

@@ -31,7 +31,7 @@ from trending.windows.spl.keyed import (
     event_row,
     pure_partitioned_inputs,
 )
-from trending.windows.spl.stored import SEGMENT_TUPLES, Items, StoredWindow
+from trending.windows.spl.stored import SEGMENT_TUPLES, Items, StoredWindow, TextStore
 
 Row = tuple[int | None, PartitionKey, dict[str, Any]]
 Essence = tuple[str, PartitionKey, list[int], int, Any]
@@ -201,6 +201,37 @@ def test_a_stored_key_window_gives_the_events_of_one_pure_run(
     events = run_stored(spec, rows, cuts, False, MemoryStore())
     by_rule = spl_outputs(raw, [(t, i, d[i]) for i, t in enumerate(times)], times[-1] + 10_000)
     assert published(events) == by_rule
+    assert events == pure_run(spec, rows)
+
+
+class ReloadedTextStore(TextStore):
+    """A :class:`TextStore` that goes through its one text at the end of every step, as a
+    bucket's row does between micro-batches."""
+
+    def put_meta(self, meta: dict[str, Any]) -> None:
+        super().put_meta(meta)
+        self.rows = TextStore(self.text()).rows
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    spec_index=st.integers(0, len(KEY_SPECS) - 1),
+    gaps=st.lists(st.integers(0, 1700), min_size=1, max_size=30),
+    deltas=st.lists(st.integers(-3, 4), min_size=30, max_size=30),
+    cuts=st.lists(st.integers(0, 30), max_size=8),
+)
+def test_a_key_window_kept_as_one_text_gives_the_events_of_one_pure_run(
+    spec_index: int, gaps: list[int], deltas: list[int], cuts: list[int]
+) -> None:
+    #   the case above, the window kept as one text between steps: same rules, same events
+    raw = KEY_SPECS[spec_index]
+    spec = parse_spec(raw)
+    times = [int(t) for t in np.cumsum(gaps)]
+    d = [int(x) for x in np.cumsum(deltas)]
+    rows: list[Row] = [
+        (t, "k", {"i": i, "d": d[i], "s": "tab\tline\n"}) for i, t in enumerate(times)
+    ]
+    events = run_stored(spec, rows, cuts, False, ReloadedTextStore())
     assert events == pure_run(spec, rows)
 
 

@@ -9,13 +9,17 @@
 Each key (``key`` column, or the spec's ``partition_by``) gets its own window from the pure
 core (:mod:`trending.windows.spl`), run by :class:`trending.windows.spl.stored.StoredWindow`
 over the key's rows in Spark's checkpointed state store, so a query restarted on the same
-checkpoint continues the windows. The state is kept incrementally (:class:`SparkStore`): a
-``ValueState`` row of bookkeeping (clock, counters, timer), a ``MapState`` record per
-partition, its tuples in ``MapState`` segments (a batch's new tuples of a partition are one
-put; a segment goes with one removal once all its tuples are evicted) and, for partition
-eviction, the LRU order in a ``MapState``. A batch reads the bookkeeping, the partitions it
-touches and the segments whose tuples it reads; nothing is rewritten whole.
-Time policies fire from one Spark timer per key at the next instant the window needs:
+checkpoint continues the windows. Keys are hashed into ``buckets`` grouping keys
+(:class:`BucketedSplProcessor`, :mod:`trending.spark.key_buckets`): a bucket's windows are
+read with one state call and written with one per micro-batch that touches it, each window
+one text; a window larger than :data:`SPILL_BYTES` is a row of its own, read and written only
+when its key has rows or a timer. A whole window (partition eviction, below) is kept
+incrementally instead (:class:`SparkStore`): a ``ValueState`` row of bookkeeping (clock,
+counters, timer), a ``MapState`` record per partition, its tuples in ``MapState`` segments (a
+batch's new tuples of a partition are one put; a segment goes with one removal once all its
+tuples are evicted) and the LRU order in a ``MapState``. A batch reads the bookkeeping, the
+partitions it touches and the segments whose tuples it reads; nothing is rewritten whole.
+Time policies fire from Spark timers at the next instant each window needs:
 
 * ``time_mode="processing"``: clock = processing time; timers fire on an idle stream, in the
   no-data micro-batches Spark runs while a timer is pending (hence the conf below).
@@ -93,6 +97,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from trending.spark.key_buckets import (
+    BUCKET_COLUMN,
+    BucketState,
+    KeyCodec,
+    default_buckets,
+    timers_to,
+    with_bucket,
+)
 from trending.spark.session import NO_DATA_CONF, PROVIDER_CONF, ROCKSDB_PROVIDER
 from trending.windows.spl.events import PartitionKey, Record, WindowEvent
 from trending.windows.spl.keyed import (
@@ -106,7 +118,7 @@ from trending.windows.spl.keyed import (
     to_record,
 )
 from trending.windows.spl.spec import SpecError, WindowSpec, parse_spec
-from trending.windows.spl.stored import Items, StoredWindow
+from trending.windows.spl.stored import Items, StoredWindow, TextStore
 from trending.windows.spl.summarizers import Count, Max, Mean, Min, Sum, Summarizer, TopK
 from trending.windows.spl.tumbling import TumblingWindow
 
@@ -132,6 +144,10 @@ ORDER_KEY_SCHEMA = StructType([StructField("position", LongType(), False)])
 ORDER_SCHEMA = StructType(
     [StructField("pid", StringType(), False), StructField("last_ms", LongType(), False)]
 )
+SPILL_BYTES = 16_384
+"""A key's window longer than this (as text) is kept in a row of its own
+(:class:`BucketedSplProcessor`)."""
+SPILLED = "*"  # a bucket row's value for a window kept in its own row (no window's text is so)
 _SPARK_TIME_MODES = {"none": "None", "event": "EventTime", "processing": "ProcessingTime"}
 
 
@@ -198,6 +214,7 @@ def apply_window(
     watermark: str | None = None,
     kinds: Iterable[str] | None = None,
     include_window: bool = False,
+    buckets: int | None = None,
 ) -> DataFrame:
     """The window events of ``spec`` run per ``key`` over ``df`` (see module doc).
 
@@ -206,7 +223,9 @@ def apply_window(
     ``time_column`` and ``watermark`` (a delay such as ``"10 seconds"``). ``include_window``
     puts the window content in ``tuples`` of ``trigger`` and ``initial_full`` rows too.
     ``output``: ``"events"`` (tuples and summary as JSON text), ``"typed"``
-    (:class:`TypedEvents`) or a function (with ``output_schema``).
+    (:class:`TypedEvents`) or a function (with ``output_schema``). ``buckets``: how many
+    grouping keys hold the keys' windows (:mod:`trending.spark.key_buckets`; by default two
+    per shuffle partition; fixed for a checkpoint's lifetime).
     """
     window = spec if isinstance(spec, WindowSpec) else parse_spec(spec)
     check_keyed(window, time_mode)
@@ -216,11 +235,12 @@ def apply_window(
     for column in [key, *_names(order_by), *([time_column] if time_column else [])]:
         if column not in fields:
             raise SplRunnerError(f"no column {column!r} in the DataFrame: {sorted(fields)}")
-    if {TIME_COLUMN, TIME_STAMP_COLUMN, GROUP_COLUMN} & set(fields) or any(
+    if {TIME_COLUMN, TIME_STAMP_COLUMN, GROUP_COLUMN, BUCKET_COLUMN} & set(fields) or any(
         name.startswith(MS_PREFIX) for name in fields
     ):
         raise SplRunnerError(
-            f"{TIME_COLUMN}, {TIME_STAMP_COLUMN}, {GROUP_COLUMN} and {MS_PREFIX}* are the "
+            f"{TIME_COLUMN}, {TIME_STAMP_COLUMN}, {GROUP_COLUMN}, {BUCKET_COLUMN} and "
+            f"{MS_PREFIX}* are the "
             "runner's columns"
         )
     record_columns = list(fields)
@@ -233,7 +253,11 @@ def apply_window(
         from pyspark.sql import functions as F
 
         df = df.withColumn(GROUP_COLUMN, F.lit(0))
-    processor = SplProcessor(
+    else:
+        buckets = default_buckets(df.sparkSession) if buckets is None else buckets
+        df = with_bucket(df, sources.get(key, key), buckets)
+    kind = BucketedSplProcessor if not whole else SplProcessor
+    processor = kind(
         window,
         key,
         time_mode,
@@ -246,7 +270,11 @@ def apply_window(
         rows=rows,
         sources=sources,
     )
-    return df.groupBy(GROUP_COLUMN if whole else sources.get(key, key)).transformWithStateInPandas(
+    if isinstance(processor, BucketedSplProcessor):
+        assert buckets is not None
+        processor.buckets = buckets
+        processor.codec = KeyCodec(df.schema[sources.get(key, key)].dataType)
+    return df.groupBy(GROUP_COLUMN if whole else BUCKET_COLUMN).transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=schema,
         outputMode="Append",
@@ -320,6 +348,10 @@ class SplProcessor(StatefulProcessor):
 
     def _inputs(self, key: Any, rows: Iterator[pd.DataFrame]) -> list[Row]:
         """A key's rows as ``(event time, partition, tuple)``, sorted (see the module doc)."""
+        return self._rows_of(self._frame(rows), key)
+
+    def _frame(self, rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
+        """A grouping key's rows in one frame, sorted (see the module doc)."""
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         frame.columns = self.input_columns  # Spark renames some (those starting with "__")
@@ -327,6 +359,11 @@ class SplProcessor(StatefulProcessor):
         sort = ([TIME_COLUMN] if self.time_mode == "event" else []) + order
         if sort:
             frame = frame.sort_values(sort, kind="stable", ignore_index=True)
+        return frame
+
+    def _rows_of(self, frame: pd.DataFrame, key: Any) -> list[Row]:
+        """``frame``'s rows as ``(event time, partition, tuple)``; the partition is ``key``
+        (the record's key column for a whole window)."""
         values = zip(*(self._column(frame, name) for name in self.record_columns), strict=True)
         records = [to_record(dict(zip(self.record_columns, v, strict=True))) for v in values]
         times: list[int | None] = [None] * len(records)
@@ -365,6 +402,125 @@ class SplProcessor(StatefulProcessor):
                 continue
             rows.append(self.rows(where, event, seq))
         return rows
+
+
+class BucketedSplProcessor(SplProcessor):
+    """Per-key windows, the keys of a bucket under one grouping key
+    (:mod:`trending.spark.key_buckets`): each key's window is one text (a
+    :class:`~trending.windows.spl.stored.TextStore`) in its bucket's state, and the bucket's
+    header keeps each key's next timer. The bucket has a Spark timer per distinct instant;
+    when one fires, every key of the bucket due by then fires at its own instant.
+
+    A window whose text outgrows :data:`SPILL_BYTES` moves to a row of its own (``spl_large``,
+    a ``MapState`` by key), read and written only when a batch touches its key, so a bucket's
+    own rows stay small and a batch does not rewrite large windows it does not touch.
+    """
+
+    buckets = 1
+    codec = KeyCodec(StringType())
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.stored = BucketState(handle, "spl_keys", self.buckets)
+        self.large = handle.getMapState("spl_large", PART_KEY_SCHEMA, TEXT_SCHEMA)
+
+    def _load(self, entries: dict[str, str], text: str) -> TextStore:
+        stored = entries.get(text)
+        if stored == SPILLED:
+            row = self.large.getValue((text,))
+            if row is None:
+                raise SplRunnerError(f"window state lacks the window of key {text[1:]}")
+            stored = str(row[0])
+        return TextStore(stored)
+
+    def _keep(self, entries: dict[str, str], text: str, store: TextStore) -> None:
+        value = store.text()
+        if len(value) > SPILL_BYTES:
+            self.large.updateValue((text,), (value,))
+            entries[text] = SPILLED
+            return
+        if entries.get(text) == SPILLED:
+            self.large.removeKey((text,))
+        entries[text] = value
+
+    def handleInputRows(  # noqa: N802
+        self,
+        key: Any,
+        rows: Iterator[pd.DataFrame],
+        timerValues: TimerValues,  # noqa: N803
+    ) -> Iterator[pd.DataFrame]:
+        clock = timerValues.getCurrentProcessingTimeInMs()
+        now = clock if self.time_mode == "processing" else None
+        entries = self.stored.load()
+        due: dict[str, int] = dict(self.stored.header.get("due", {}))
+        out: list[Mapping[str, Any]] = []
+        for key_value, inputs in self._by_key(rows):
+            text = self.codec.text(key_value)
+            store = self._load(entries, text)
+            window = StoredWindow(self.spec, store, False)
+            step = window.rows(inputs, now)
+            out.extend(self._rows(plain_value(key_value), step))
+            window.save()
+            self._keep(entries, text, store)
+            if step.state.timer_ms is None:
+                due.pop(text, None)
+            else:
+                due[text] = step.state.timer_ms
+        yield from self._save(entries, due, None, out)
+
+    def handleExpiredTimer(  # noqa: N802
+        self,
+        key: Any,
+        timerValues: TimerValues,  # noqa: N803
+        expiredTimerInfo: ExpiredTimerInfo,  # noqa: N803
+    ) -> Iterator[pd.DataFrame]:
+        if self.time_mode == "event":
+            now = timerValues.getCurrentWatermarkInMs()
+        else:
+            now = timerValues.getCurrentProcessingTimeInMs()
+        fired = expiredTimerInfo.getExpiryTimeInMs()
+        entries = self.stored.load()
+        due: dict[str, int] = dict(self.stored.header.get("due", {}))
+        out: list[Mapping[str, Any]] = []
+        for text, at_ms in sorted(due.items(), key=lambda item: item[1]):
+            if at_ms > max(now, fired):
+                continue
+            key_value = self.codec.value(text)
+            store = self._load(entries, text)
+            window = StoredWindow(self.spec, store, False)
+            step = window.timer(at_ms, now, [plain_value(key_value)])
+            out.extend(self._rows(plain_value(key_value), step))
+            window.save()
+            self._keep(entries, text, store)
+            if step.state.timer_ms is None:
+                due.pop(text)
+            else:
+                due[text] = step.state.timer_ms
+        yield from self._save(entries, due, fired, out)
+
+    def _by_key(self, rows: Iterator[pd.DataFrame]) -> Iterator[tuple[Any, list[Row]]]:
+        """A bucket's rows per key (:meth:`SplProcessor._inputs` order within a key)."""
+        frame = self._frame(rows)
+        column = self.sources.get(self.key_column, self.key_column)
+        keys = [self.codec.normal(value) for value in frame[column].tolist()]
+        by_key: dict[Any, list[Row]] = {}
+        for value, (time_ms, _, record) in zip(keys, self._rows_of(frame, None), strict=True):
+            by_key.setdefault(value, []).append((time_ms, plain_value(value), record))
+        yield from by_key.items()
+
+    def _save(
+        self,
+        entries: dict[str, str],
+        due: dict[str, int],
+        fired: int | None,
+        out: list[Mapping[str, Any]],
+    ) -> Iterator[pd.DataFrame]:
+        self.stored.header["due"] = due
+        self.stored.save(entries)
+        if self.time_mode != "none":
+            timers_to(self.handle, due.values(), fired)
+        if out:
+            yield pd.DataFrame(out)
 
 
 class JsonEvents:
