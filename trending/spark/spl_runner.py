@@ -13,12 +13,9 @@ checkpoint continues the windows. Keys are hashed into ``buckets`` grouping keys
 (:class:`BucketedSplProcessor`, :mod:`trending.spark.key_buckets`): a bucket's windows are
 read with one state call and written with one per micro-batch that touches it, each window
 one text; a window larger than :data:`SPILL_BYTES` is a row of its own, read and written only
-when its key has rows or a timer. A whole window (partition eviction, below) is kept
-incrementally instead (:class:`SparkStore`): a ``ValueState`` row of bookkeeping (clock,
-counters, timer), a ``MapState`` record per partition, its tuples in ``MapState`` segments (a
-batch's new tuples of a partition are one put; a segment goes with one removal once all its
-tuples are evicted) and the LRU order in a ``MapState``. A batch reads the bookkeeping, the
-partitions it touches and the segments whose tuples it reads; nothing is rewritten whole.
+when its key has rows or a timer. A whole window (partition eviction, below) is one grouping
+key whose window is read and written whole (a row per stored record) once per micro-batch:
+its size is bounded by its partition eviction policy.
 Time policies fire from Spark timers at the next instant each window needs:
 
 * ``time_mode="processing"``: clock = processing time; timers fire on an idle stream, in the
@@ -118,7 +115,7 @@ from trending.windows.spl.keyed import (
     to_record,
 )
 from trending.windows.spl.spec import SpecError, WindowSpec, parse_spec
-from trending.windows.spl.stored import Items, StoredWindow, TextStore
+from trending.windows.spl.stored import StoredWindow, TextStore
 from trending.windows.spl.summarizers import Count, Max, Mean, Min, Sum, Summarizer, TopK
 from trending.windows.spl.tumbling import TumblingWindow
 
@@ -310,7 +307,8 @@ class SplProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.store = SparkStore(handle)
+        self.state = BucketState(handle, "spl_whole", 1)
+        self.store = TextStore()
 
     # Spark's names, and Spark passes these arguments by keyword
     def handleInputRows(  # noqa: N802
@@ -322,6 +320,7 @@ class SplProcessor(StatefulProcessor):
         key_value = plain_value(key[0])
         clock = timerValues.getCurrentProcessingTimeInMs()
         now = clock if self.time_mode == "processing" else None
+        self.store.rows = self.state.load()
         window = StoredWindow(self.spec, self.store, self.whole)
         step = window.rows(self._inputs(key_value, rows), now)
         yield from self._commit(key_value, window, step)
@@ -338,6 +337,7 @@ class SplProcessor(StatefulProcessor):
         else:
             now = timerValues.getCurrentProcessingTimeInMs()
         fired = expiredTimerInfo.getExpiryTimeInMs()
+        self.store.rows = self.state.load()
         window = StoredWindow(self.spec, self.store, self.whole)
         step = window.timer(fired, now, () if self.whole else [key_value])
         step.delete_timer = None  # Spark has already removed the fired timer
@@ -383,6 +383,7 @@ class SplProcessor(StatefulProcessor):
     def _commit(self, key: Any, window: StoredWindow, step: Step) -> Iterator[pd.DataFrame]:
         rows = self._rows(key, step)  # reads the stored tuples they show, before the save
         window.save()
+        self.state.save(self.store.rows)
         if step.delete_timer is not None:
             self.handle.deleteTimer(step.delete_timer)
         if step.register_timer is not None:
@@ -657,67 +658,6 @@ def _summary_field(name: str, summarizer: Summarizer) -> tuple[DataType, Callabl
     raise SplRunnerError(
         f"summaries.{name}: a custom summarizer has no output type; use output='events' (JSON)"
     )
-
-
-class SparkStore:
-    """:class:`~trending.windows.spl.stored.WindowStore` over a grouping key's state variables:
-    ``spl_meta`` (ValueState), ``spl_parts``, ``spl_segments`` and ``spl_order`` (MapState),
-    each row JSON text (the order's rows a partition id and a time). A row that may be
-    missing is first looked up with ``exists``/``containsKey``: Spark's state server logs a
-    warning for each ``get``/``getValue`` of a missing row."""
-
-    def __init__(self, handle: StatefulProcessorHandle) -> None:
-        self.meta = handle.getValueState("spl_meta", TEXT_SCHEMA)
-        self.parts = handle.getMapState("spl_parts", PART_KEY_SCHEMA, TEXT_SCHEMA)
-        self.segments = handle.getMapState("spl_segments", SEGMENT_KEY_SCHEMA, TEXT_SCHEMA)
-        self.order = handle.getMapState("spl_order", ORDER_KEY_SCHEMA, ORDER_SCHEMA)
-
-    def get_meta(self) -> dict[str, Any] | None:
-        meta: dict[str, Any] | None = _parsed(self.meta.get()) if self.meta.exists() else None
-        return meta
-
-    def put_meta(self, meta: dict[str, Any]) -> None:
-        self.meta.update((_text(meta),))
-
-    def has_part(self, pid: str) -> bool:
-        return bool(self.parts.containsKey((pid,)))
-
-    def get_part(self, pid: str) -> dict[str, Any] | None:
-        record: dict[str, Any] | None = _parsed(self.parts.getValue((pid,)))
-        return record
-
-    def all_parts(self) -> Iterable[dict[str, Any]]:
-        if not self.parts.exists():
-            return []
-        return [json.loads(value[0]) for value in self.parts.values()]
-
-    def put_part(self, pid: str, record: dict[str, Any]) -> None:
-        self.parts.updateValue((pid,), (_text(record),))
-
-    def remove_part(self, pid: str) -> None:
-        self.parts.removeKey((pid,))
-
-    def get_segment(self, pid: str, start: int) -> Items | None:
-        items: Items | None = _parsed(self.segments.getValue((pid, start)))
-        return items
-
-    def put_segment(self, pid: str, start: int, items: Items) -> None:
-        self.segments.updateValue((pid, start), (_text(items),))
-
-    def remove_segment(self, pid: str, start: int) -> None:
-        self.segments.removeKey((pid, start))
-
-    def get_order(self, position: int) -> tuple[str, int] | None:
-        if not self.order.containsKey((position,)):
-            return None
-        row = self.order.getValue((position,))
-        return None if row is None else (str(row[0]), int(row[1]))
-
-    def put_order(self, position: int, pid: str, last_ms: int) -> None:
-        self.order.updateValue((position,), (pid, last_ms))
-
-    def remove_order(self, position: int) -> None:
-        self.order.removeKey((position,))
 
 
 def _parsed(row: Sequence[Any] | None) -> Any:
