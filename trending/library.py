@@ -41,7 +41,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trending.spark.sensor_matching import SensorBatches, SensorMatching, SensorMatchingError
+from trending.spark.sensor_matching import (
+    SensorBatches,
+    SensorMatching,
+    SensorMatchingError,
+    SensorResults,
+)
 from trending.spark.sliding_topk import TOPK_SCHEMA, SlidingTopK, TopKBatches, TopKError
 from trending.spark.spl_runner import SplRunnerError, apply_window, check_spark, configure_spark
 from trending.spark.temporal_steps import (
@@ -68,6 +73,7 @@ __all__ = [
     "SensorBatches",
     "SensorMatching",
     "SensorMatchingError",
+    "SensorResults",
     "SlidingTopK",
     "SplRunnerError",
     "TemporalColumnsError",

@@ -261,7 +261,7 @@ query = SlidingTopK(size="2s", hop="1s", k=2).start(
 query.awaitTermination()
 out["topk_stream"] = sorted(got)
 base = pathlib.Path(tempfile.mkdtemp())
-readings_in = [(1, 0.0, 0.0, 5.0, 1000), (2, 1.0, 1.0, 6.0, 2000), (3, 0, 0, 7, 10000)]
+readings_in = [(1, 0.0, 0.0, 5.0, 1000), (2, 1.0, 1.0, 6.0, 2000), (3, 0.0, 0.0, 7.0, 10000)]
 for name, lines in (("r", readings_in), ("q", [(7, 0.1, 0.0, 0.2, 3000)])):
     (base / name).mkdir()
     (base / name / "0.json").write_text("".join(json.dumps(dict(zip("ixyvt", row))) + "\n"
@@ -277,6 +277,11 @@ query = SensorMatching(size=10).start(
     sensor="i", query="i", value="v", distance="v", time="t")
 query.awaitTermination()
 out["sensors"] = matched
+results = SensorMatching(size=10).run(
+    spark.createDataFrame(readings_in, columns),
+    spark.createDataFrame([(7, 0.1, 0.0, 0.2, 3000), (8, 0.0, 0.0, 0.5, 20000)], columns),
+    sensor="i", query="i", value="v", distance="v", time="t")
+out["sensors_batch"] = sorted([r.query_id, r.sensor_id, r.value] for r in results.matches.collect())
 out["jars"] = [r[0] for r in spark.sql("LIST JARS").collect()]
 from trending.spark.deps import project_jar
 out["jar"] = str(project_jar())
@@ -309,6 +314,8 @@ def test_a_plain_session_uses_every_library_function_from_the_wheel(
     # W = 10000 - 0 applies the readings at 1000 and 2000, then the query at 3000: only the
     # reading at (0, 0) is within 0.2 of (0.1, 0)
     assert out["sensors"] == [[7, 1, 5.0]]
+    # all at once: query 8 at 20 s sees readings 1, 2 (at distance 1.41 > 0.5: no) and 3
+    assert out["sensors_batch"] == [[7, 1, 5.0], [8, 1, 5.0], [8, 3, 7.0]]
     # one micro-batch: W = 3000 - 0 closes [0, 2000) and [1000, 3000); the others are revised
     assert out["topk_stream"] == [
         [0, 0, 1, True, [["a", 1]]], [0, 1000, 1, True, [["a", 2]]],

@@ -37,6 +37,8 @@ Event = dict[str, Any]
 Match = tuple[int, int, float, int, int, float, float]
 Popular = tuple[int, float, float, float, int, int]
 Late = tuple[str, str, int | None, int]
+READINGS_SCHEMA = "sensor_id LONG, x DOUBLE, y DOUBLE, value DOUBLE, ts LONG"
+QUERIES_SCHEMA = "query_id LONG, x DOUBLE, y DOUBLE, distance DOUBLE, ts LONG"
 
 
 @pytest.fixture(scope="module")
@@ -72,9 +74,10 @@ def random_batches(seed: int, count: int, parts: int) -> list[tuple[list[Event],
 
 
 def model(
-    batches: list[tuple[list[Event], list[Event]]], per_sensor: bool
+    batches: list[tuple[list[Event], list[Event]]], per_sensor: bool, lateness: int = LATENESS
 ) -> tuple[list[list[Match]], list[list[Popular]], list[list[Late]]]:
-    """Per micro-batch: matches, popular readings, rows not applied (sorted)."""
+    """Per micro-batch: matches, popular readings, rows not applied (sorted). A lateness of
+    -1 applies every event of a batch (the watermark passes the newest)."""
     watermark: int | None = None
     pending: list[tuple[int, int, Event]] = []  # (ts, 0 reading / 1 query, event)
     windows: dict[Any, list[Event]] = {}
@@ -96,7 +99,7 @@ def model(
                     pending.append((e["ts"], kind, e))
                     newest = e["ts"] if newest is None else max(newest, e["ts"])
         if newest is not None:
-            candidate = newest - LATENESS
+            candidate = newest - lateness
             watermark = candidate if watermark is None else max(watermark, candidate)
         due = sorted((p for p in pending if p[0] < watermark), key=lambda p: (p[0], p[1]))  # type: ignore[operator]
         pending = [p for p in pending if not p[0] < watermark]  # type: ignore[operator]
@@ -243,6 +246,37 @@ def test_stream_matches_model_across_restart_and_replay(
     with pytest.raises(Exception, match="holds sensor matching of other settings"):
         run_stream(spark, root, checkpoint, other, per_sensor, size=SIZE + 1)
     assert other.matches == {}
+
+
+@pytest.mark.parametrize("seed,per_sensor", [(21, False), (22, True)])
+def test_two_batch_dataframes_match_the_model_of_one_final_batch(
+    spark: Any, seed: int, per_sensor: bool
+) -> None:
+    #   all events at once: every valid one applied in event-time order, none late; readings
+    #   still in the window at the end are not popular
+    from trending import SensorMatching
+
+    batches = random_batches(seed, 400, 3)
+    readings = [row for batch_readings, _ in batches for row in batch_readings]
+    queries = [row for _, batch_queries in batches for row in batch_queries]
+    expected_m, expected_p, expected_l = model([(readings, queries)], per_sensor, lateness=-1)
+    matching = SensorMatching(size=SIZE, threshold=THRESHOLD, lateness="3s",
+                              per_sensor=per_sensor, cell_size=0.1)  # fmt: skip
+    reading_rows = spark.createDataFrame(readings, READINGS_SCHEMA)
+    query_rows = spark.createDataFrame(queries, QUERIES_SCHEMA)
+    results = matching.run(reading_rows, query_rows)
+    sink = Sink()
+    sink.on_match(results.matches, 0)
+    sink.on_popular(results.popular, 0)
+    sink.on_late(results.rejected, 0)
+    assert sink.matches[0] == expected_m[0]
+    assert sink.popular[0] == expected_p[0]
+    assert sink.late[0] == expected_l[0]
+    assert len(expected_m[0]) > 50 and len(expected_p[0]) > 3 and expected_l[0]
+    assert not any(reason == "late" for _, reason, _, _ in expected_l[0])
+    again = matching.run(reading_rows, query_rows)  # runs from nothing again, not on from before
+    sink.on_match(again.matches, 1)
+    assert sink.matches[1] == expected_m[0]
 
 
 def test_settings_and_columns_are_checked_at_once(spark: Any, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import tempfile
 import time as clock
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -118,6 +119,18 @@ class SensorSettings:
     max_query_cells: int
     state_partitions: int
 
+    def arguments(self) -> dict[str, Any]:
+        """The :class:`SensorMatching` arguments of these settings."""
+        return {
+            "size": self.size,
+            "threshold": self.threshold,
+            "lateness": self.lateness_ms,
+            "per_sensor": self.per_sensor,
+            "cell_size": self.cell_size,
+            "max_query_cells": self.max_query_cells,
+            "state_partitions": self.state_partitions,
+        }
+
     def as_dict(self) -> dict[str, Any]:
         """The settings the state depends on."""
         return {
@@ -143,7 +156,8 @@ class AppliedBatch:
 
 class SensorMatching:
     """Matches of queries against the last ``size`` readings, and the readings that were
-    popular when they left the window (SPL's ``SensorQuery``), on two streaming DataFrames.
+    popular when they left the window (SPL's ``SensorQuery``), on two streaming DataFrames
+    (:meth:`start` or :meth:`batches`) or two batch ones (:meth:`run`).
 
     A reading ``(sensor, x, y, value, t)`` goes into the window at event time ``t``; the window
     holds the last ``size`` readings in event-time order (of all sensors, or of each sensor
@@ -215,14 +229,20 @@ class SensorMatching:
 
     @contextmanager
     def apply(
-        self, events: DataFrame, batch_id: int, state: SensorState, steps: SensorSteps
+        self,
+        events: DataFrame,
+        batch_id: int,
+        state: SensorState,
+        steps: SensorSteps,
+        final: bool = False,
     ) -> Iterator[AppliedBatch]:
         """Apply micro-batch ``batch_id``'s ``events`` (the engine's form: ``kind, ts, id, x, y,
         v, partition, offset``) under ``state``; the output stays cached while the block runs.
-        ``state`` must be the state after the batch before (a batch run again starts from it)."""
+        ``state`` must be the state after the batch before (a batch run again starts from it).
+        ``final``: no event follows, so every on-time event is applied (``W`` = newest + 1)."""
         started = clock.monotonic()
         figures = batch_figures(events)
-        after = state.advanced(figures, self.settings.lateness_ms)
+        after = state.advanced(figures, -1 if final else self.settings.lateness_ms)
         phases = {"read": clock.monotonic() - started}
         started = clock.monotonic()
         try:
@@ -252,10 +272,12 @@ class SensorMatching:
     ) -> DataFrame:
         """Both inputs as one DataFrame of events (finish it with :meth:`batches` or
         :meth:`start`): ``kind`` (0 reading, 1 query), ``ts`` (ms), ``id``, ``x``, ``y``, ``v``
-        (value or distance) and the row as JSON; ``time`` is a timestamp or epoch ms."""
-        if not (readings.isStreaming and queries.isStreaming):
+        (value or distance) and the row as JSON; ``time`` is a timestamp or epoch ms. Both
+        streaming, or both batch DataFrames (for :meth:`run`)."""
+        if readings.isStreaming != queries.isStreaming:
             raise SensorMatchingError(
-                "sensor matching runs on two streaming DataFrames (readings and queries)"
+                "sensor matching runs on two streaming DataFrames, or on two batch ones "
+                f"(readings streaming: {readings.isStreaming}, queries: {queries.isStreaming})"
             )
         spark = readings.sparkSession
         from trending.spark.spl_runner import check_spark
@@ -355,6 +377,51 @@ class SensorMatching:
             writer = writer.queryName(query_name)
         return writer.start()
 
+    def run(
+        self,
+        readings: DataFrame,
+        queries: DataFrame,
+        *,
+        location: str | None = None,
+        **columns: str,
+    ) -> SensorResults:
+        """The matches, popular readings and rows not applied of two batch DataFrames, all at
+        once: every event is applied in the order above (all of the input is there, so none is
+        late), and a reading still in the window at the end has not left it (it is not
+        popular). ``columns`` as for :meth:`events`. The engine's state stores go under
+        ``location`` (a new temporary folder by default) and are not read again; the results
+        are kept on the executors (Spark's local checkpoints), nothing on the driver."""
+        events = self.events(readings, queries, **columns)
+        if events.isStreaming:
+            raise SensorMatchingError(
+                "run takes two batch DataFrames; for streams use start() or batches()"
+            )
+        folder = location or tempfile.mkdtemp(prefix="trending-sensors-")
+        kept: dict[str, DataFrame] = {}
+
+        def keep(name: str) -> Callable[[DataFrame, int], None]:
+            return lambda rows, _: kept.__setitem__(name, rows.localCheckpoint(eager=True))
+
+        once = SensorMatching(**self.settings.arguments())  # a new engine on a new folder
+        writer = SensorBatches(once, keep("matches"), keep("popular"), keep("rejected"), folder)
+        writer.final = True
+        writer(events, 0)
+        spark = events.sparkSession
+        rejected = kept.get("rejected") or spark.createDataFrame(
+            [], "input STRING, row STRING, reason STRING"
+        )
+        return SensorResults(kept["matches"], kept["popular"], rejected)
+
+
+@dataclass
+class SensorResults:
+    """What :meth:`SensorMatching.run` found: :data:`MATCH_COLUMNS` rows, :data:`POPULAR_COLUMNS`
+    rows, and the rows not applied (``input``, ``row`` as JSON, ``reason``)."""
+
+    matches: DataFrame
+    popular: DataFrame
+    rejected: DataFrame
+
 
 MATCH_COLUMNS = ("query_id", "sensor_id", "value", "reading_time", "query_time", "x", "y")
 """A match row: the query, the matched reading (its sensor, value, time and position)."""
@@ -413,6 +480,7 @@ class SensorBatches:
         self._state: SensorState | None = None
         self._batch: int | None = None  # the batch self._state is after
         self.job = f"sensors-{id(self):x}"
+        self.final = False  # a batch DataFrame: every on-time event is applied
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         spark = batch.sparkSession
@@ -431,7 +499,7 @@ class SensorBatches:
             .withColumn("offset", F.monotonically_increasing_id())  # partition and position
         ).persist()
         try:
-            with self.matching.apply(events, batch_id, state, steps) as applied:
+            with self.matching.apply(events, batch_id, state, steps, self.final) as applied:
                 output = applied.output
                 millis = F.timestamp_millis
                 matches = output.where(F.col("kind") == MATCH).select(
