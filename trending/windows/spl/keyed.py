@@ -276,7 +276,10 @@ def pure_partitioned_inputs(
 
 def compact_json(value: Any) -> str:
     """``value`` as JSON without spaces (non-JSON values by ``str``)."""
-    return json.dumps(value, separators=(",", ":"), default=str)
+    return _COMPACT(value)
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 def _is_nan(value: Any) -> bool:

@@ -587,7 +587,8 @@ class TextStore:
     (a read gives a fresh copy), loaded from and saved as one text (:meth:`text`): a line per
     row, its key and its value. Engines that keep a key's whole window as one state value
     (:mod:`trending.spark.key_buckets`) run :class:`StoredWindow` over it; a row is parsed
-    only when a step reads it."""
+    only when a step reads it. A row's key is its table's letter and its key's parts as JSON
+    (``p"a"``, ``s"a"12``, ``o7``, ``m``): no tab or newline, never empty."""
 
     def __init__(self, text: str | None = None) -> None:
         self.rows: dict[str, str] = {}
@@ -598,56 +599,53 @@ class TextStore:
     def text(self) -> str:
         return "\n".join(f"{key}\t{value}" for key, value in self.rows.items())
 
-    def _get(self, *key: Any) -> Any:
-        text = self.rows.get(compact_json(list(key)))
+    def _get(self, key: str) -> Any:
+        text = self.rows.get(key)
         return None if text is None else json.loads(text)
-
-    def _put(self, value: Any, *key: Any) -> None:
-        self.rows[compact_json(list(key))] = compact_json(value)
-
-    def _remove(self, *key: Any) -> None:
-        self.rows.pop(compact_json(list(key)), None)
 
     def get_meta(self) -> dict[str, Any] | None:
         meta: dict[str, Any] | None = self._get("m")
         return meta
 
     def put_meta(self, meta: dict[str, Any]) -> None:
-        self._put(meta, "m")
+        self.rows["m"] = _compact(meta)
 
     def has_part(self, pid: str) -> bool:
-        return compact_json(["p", pid]) in self.rows
+        return "p" + _quoted(pid) in self.rows
 
     def get_part(self, pid: str) -> dict[str, Any] | None:
-        part: dict[str, Any] | None = self._get("p", pid)
+        part: dict[str, Any] | None = self._get("p" + _quoted(pid))
         return part
 
     def all_parts(self) -> Iterable[dict[str, Any]]:
-        prefix = compact_json(["p", ""])[:-2]  # '["p",'
-        return [json.loads(v) for k, v in self.rows.items() if k.startswith(prefix)]
+        return [json.loads(v) for k, v in self.rows.items() if k[0] == "p"]
 
     def put_part(self, pid: str, record: dict[str, Any]) -> None:
-        self._put(record, "p", pid)
+        self.rows["p" + _quoted(pid)] = _compact(record)
 
     def remove_part(self, pid: str) -> None:
-        self._remove("p", pid)
+        self.rows.pop("p" + _quoted(pid), None)
 
     def get_segment(self, pid: str, start: int) -> Items | None:
-        items: Items | None = self._get("s", pid, start)
+        items: Items | None = self._get(f"s{_quoted(pid)}{start}")
         return items
 
     def put_segment(self, pid: str, start: int, items: Items) -> None:
-        self._put(items, "s", pid, start)
+        self.rows[f"s{_quoted(pid)}{start}"] = _compact(items)
 
     def remove_segment(self, pid: str, start: int) -> None:
-        self._remove("s", pid, start)
+        self.rows.pop(f"s{_quoted(pid)}{start}", None)
 
     def get_order(self, position: int) -> tuple[str, int] | None:
-        row = self._get("o", position)
+        row = self._get(f"o{position}")
         return None if row is None else (str(row[0]), int(row[1]))
 
     def put_order(self, position: int, pid: str, last_ms: int) -> None:
-        self._put([pid, last_ms], "o", position)
+        self.rows[f"o{position}"] = _compact([pid, last_ms])
 
     def remove_order(self, position: int) -> None:
-        self._remove("o", position)
+        self.rows.pop(f"o{position}", None)
+
+
+_compact = json.JSONEncoder(separators=(",", ":"), default=str).encode
+_quoted: Callable[[str], str] = json.encoder.encode_basestring
