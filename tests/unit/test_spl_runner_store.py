@@ -179,31 +179,6 @@ KEY_SPECS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-@settings(max_examples=80, deadline=None)
-@given(
-    spec_index=st.integers(0, len(KEY_SPECS) - 1),
-    gaps=st.lists(st.integers(0, 1700), min_size=1, max_size=30),
-    deltas=st.lists(st.integers(-3, 4), min_size=30, max_size=30),
-    cuts=st.lists(st.integers(0, 30), max_size=8),
-)
-def test_a_stored_key_window_gives_the_events_of_one_pure_run(
-    spec_index: int, gaps: list[int], deltas: list[int], cuts: list[int]
-) -> None:
-    #   one key's rows i = 0.. at increasing times, ``d`` wandering up and down (so delta
-    #   eviction removes from the middle too), cut into batches anywhere, each batch and
-    #   timer on a new StoredWindow over the same store: what it publishes is what the SPL
-    #   rules say (brute force), and every event is that of the core fed everything at once
-    raw = KEY_SPECS[spec_index]
-    spec = parse_spec(raw)
-    times = [int(t) for t in np.cumsum(gaps)]
-    d = [int(x) for x in np.cumsum(deltas)]
-    rows: list[Row] = [(t, "k", {"i": i, "d": d[i]}) for i, t in enumerate(times)]
-    events = run_stored(spec, rows, cuts, False, MemoryStore())
-    by_rule = spl_outputs(raw, [(t, i, d[i]) for i, t in enumerate(times)], times[-1] + 10_000)
-    assert published(events) == by_rule
-    assert events == pure_run(spec, rows)
-
-
 class ReloadedTextStore(TextStore):
     """A :class:`TextStore` that goes through its one text at the end of every step, as a
     bucket's row does between micro-batches."""
@@ -213,25 +188,32 @@ class ReloadedTextStore(TextStore):
         self.rows = TextStore(self.text()).rows
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     spec_index=st.integers(0, len(KEY_SPECS) - 1),
     gaps=st.lists(st.integers(0, 1700), min_size=1, max_size=30),
     deltas=st.lists(st.integers(-3, 4), min_size=30, max_size=30),
     cuts=st.lists(st.integers(0, 30), max_size=8),
+    as_text=st.booleans(),
 )
-def test_a_key_window_kept_as_one_text_gives_the_events_of_one_pure_run(
-    spec_index: int, gaps: list[int], deltas: list[int], cuts: list[int]
+def test_a_stored_key_window_gives_the_events_of_one_pure_run(
+    spec_index: int, gaps: list[int], deltas: list[int], cuts: list[int], as_text: bool
 ) -> None:
-    #   the case above, the window kept as one text between steps: same rules, same events
+    #   one key's rows i = 0.. at increasing times, ``d`` wandering up and down (so delta
+    #   eviction removes from the middle too), cut into batches anywhere, each batch and
+    #   timer on a new StoredWindow over the same store: what it publishes is what the SPL
+    #   rules say (brute force), and every event is that of the core fed everything at once.
+    #   ``as_text``: the window kept as one text between steps (tuples with tabs and newlines)
     raw = KEY_SPECS[spec_index]
     spec = parse_spec(raw)
     times = [int(t) for t in np.cumsum(gaps)]
     d = [int(x) for x in np.cumsum(deltas)]
-    rows: list[Row] = [
-        (t, "k", {"i": i, "d": d[i], "s": "tab\tline\n"}) for i, t in enumerate(times)
-    ]
-    events = run_stored(spec, rows, cuts, False, ReloadedTextStore())
+    extra = {"s": "tab\tline\n"} if as_text else {}
+    rows: list[Row] = [(t, "k", {"i": i, "d": d[i], **extra}) for i, t in enumerate(times)]
+    store = ReloadedTextStore() if as_text else MemoryStore()
+    events = run_stored(spec, rows, cuts, False, store)
+    by_rule = spl_outputs(raw, [(t, i, d[i]) for i, t in enumerate(times)], times[-1] + 10_000)
+    assert published(events) == by_rule
     assert events == pure_run(spec, rows)
 
 

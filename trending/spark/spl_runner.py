@@ -67,6 +67,7 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
@@ -457,16 +458,8 @@ class BucketedSplProcessor(SplProcessor):
         out: list[Mapping[str, Any]] = []
         for key_value, inputs in self._by_key(rows):
             text = self.codec.text(key_value)
-            store = self._load(entries, text)
-            window = StoredWindow(self.spec, store, False)
-            step = window.rows(inputs, now)
-            out.extend(self._rows(plain_value(key_value), step))
-            window.save()
-            self._keep(entries, text, store)
-            if step.state.timer_ms is None:
-                due.pop(text, None)
-            else:
-                due[text] = step.state.timer_ms
+            run = partial(StoredWindow.rows, rows=inputs, clock_ms=now)
+            out.extend(self._step(entries, due, text, run))
         yield from self._save(entries, due, None, out)
 
     def handleExpiredTimer(  # noqa: N802
@@ -486,18 +479,30 @@ class BucketedSplProcessor(SplProcessor):
         for text, at_ms in sorted(due.items(), key=lambda item: item[1]):
             if at_ms > max(now, fired):
                 continue
-            key_value = self.codec.value(text)
-            store = self._load(entries, text)
-            window = StoredWindow(self.spec, store, False)
-            step = window.timer(at_ms, now, [plain_value(key_value)])
-            out.extend(self._rows(plain_value(key_value), step))
-            window.save()
-            self._keep(entries, text, store)
-            if step.state.timer_ms is None:
-                due.pop(text)
-            else:
-                due[text] = step.state.timer_ms
+            keys = [plain_value(self.codec.value(text))]
+            run = partial(StoredWindow.timer, fired_ms=at_ms, now_ms=now, keys=keys)
+            out.extend(self._step(entries, due, text, run))
         yield from self._save(entries, due, fired, out)
+
+    def _step(
+        self,
+        entries: dict[str, str],
+        due: dict[str, int],
+        text: str,
+        run: Callable[[StoredWindow], Step],
+    ) -> list[Mapping[str, Any]]:
+        """Run one key's window (``run``), keep it and its next timer; its output rows."""
+        store = self._load(entries, text)
+        window = StoredWindow(self.spec, store, False)
+        step = run(window)
+        out = self._rows(plain_value(self.codec.value(text)), step)
+        window.save()
+        self._keep(entries, text, store)
+        if step.state.timer_ms is None:
+            due.pop(text, None)
+        else:
+            due[text] = step.state.timer_ms
+        return out
 
     def _by_key(self, rows: Iterator[pd.DataFrame]) -> Iterator[tuple[Any, list[Row]]]:
         """A bucket's rows per key (:meth:`SplProcessor._inputs` order within a key)."""
