@@ -32,12 +32,11 @@ from tests.support.spark_cluster import StandaloneCluster, cluster_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
-SCRIPT = r"""
+SESSION = r"""
 import json, sys
 from pyspark.sql import SparkSession
-from trending import SlidingTopK
 
-master, folder, checkpoint = sys.argv[1:4]
+master = sys.argv[1]
 spark = (
     SparkSession.builder.master(master)
     .config("spark.sql.streaming.stateStore.providerClass",
@@ -46,6 +45,15 @@ spark = (
     .config("spark.executor.memory", "1g")
     .getOrCreate()
 )
+"""
+"""The start of each script: a plain session on the cluster's master (``argv[1]``)."""
+
+SCRIPT = (
+    SESSION
+    + r"""
+from trending import SlidingTopK
+
+folder, checkpoint = sys.argv[2:4]
 settings = dict(size="1m", hop="20s", align="5s", k=3, lateness="15 seconds")
 out = {"rows": {}, "late": {}}
 def handle(rows, batch_id):
@@ -65,6 +73,7 @@ out["batch"] = [[int(r.window_start.timestamp() * 1000), [[e["key"], e["count"]]
 out["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()
 print(json.dumps(out))
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -118,20 +127,12 @@ def test_sliding_topk_on_a_cluster_equals_the_model(
     assert (SIZE, HOP, ALIGN, K) == (60_000, 20_000, 5_000, 3)  # the settings the script uses
 
 
-SENSORS_SCRIPT = r"""
-import json, sys
-from pyspark.sql import SparkSession
+SENSORS_SCRIPT = (
+    SESSION
+    + r"""
 from trending import SensorMatching
 
-master, root, checkpoint = sys.argv[1:4]
-spark = (
-    SparkSession.builder.master(master)
-    .config("spark.sql.streaming.stateStore.providerClass",
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-    .config("spark.sql.shuffle.partitions", "4")
-    .config("spark.executor.memory", "1g")
-    .getOrCreate()
-)
+root, checkpoint = sys.argv[2:4]
 out = {"matches": {}, "popular": {}}
 def on_match(rows, batch_id):
     out["matches"][batch_id] = sorted(
@@ -152,6 +153,7 @@ query.awaitTermination()
 out["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()
 print(json.dumps(out))
 """
+)
 
 
 @pytest.mark.timeout(900)
