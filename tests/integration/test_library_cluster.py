@@ -151,6 +151,22 @@ query = matching.start(readings, queries, on_match, checkpoint=checkpoint, on_po
                        trigger={"availableNow": True})
 query.awaitTermination()
 out["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()
+READINGS = "sensor_id LONG, x DOUBLE, y DOUBLE, value DOUBLE, ts LONG"
+QUERIES = "query_id LONG, x DOUBLE, y DOUBLE, distance DOUBLE, ts LONG"
+batch_readings = spark.read.schema(READINGS).json(root + "/readings")
+batch_queries = spark.read.schema(QUERIES).json(root + "/queries")
+try:
+    matching.run(batch_readings, batch_queries)
+except Exception as error:
+    out["refused"] = str(error)
+spark.sparkContext.setCheckpointDir(root + "/shared")
+results = matching.run(batch_readings, batch_queries)
+out["batch_matches"] = sorted(
+    [r.query_id, r.sensor_id, r.value, int(r.reading_time.timestamp() * 1000),
+     int(r.query_time.timestamp() * 1000), r.x, r.y] for r in results.matches.collect())
+out["batch_popular"] = sorted(
+    [r.sensor_id, r.x, r.y, r.value, int(r.reading_time.timestamp() * 1000), r.matches]
+    for r in results.popular.collect())
 print(json.dumps(out))
 """
 )
@@ -190,3 +206,12 @@ def test_sensor_matching_on_a_cluster_equals_the_model(
     assert in_order(out["matches"]) == expected_m
     assert in_order(out["popular"]) == expected_p
     assert sum(map(len, expected_m)) > 30
+    # the same inputs as two batch DataFrames: refused without a folder every executor reaches,
+    # then run under Spark's checkpoint directory
+    assert "give location=" in out["refused"]
+    readings = [row for batch_readings, _ in batches for row in batch_readings]
+    queries = [row for _, batch_queries in batches for row in batch_queries]
+    final_m, final_p, _ = sensors.model([(readings, queries)], per_sensor=False, lateness=-1)
+    assert [tuple(r) for r in out["batch_matches"]] == final_m[0]
+    assert [tuple(r) for r in out["batch_popular"]] == final_p[0]
+    assert len(list((root / "shared").glob("*/trending-sensors-*/*"))) > 0  # the stores

@@ -24,6 +24,7 @@ import logging
 import math
 import tempfile
 import time as clock
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -389,14 +390,19 @@ class SensorMatching:
         once: every event is applied in the order above (all of the input is there, so none is
         late), and a reading still in the window at the end has not left it (it is not
         popular). ``columns`` as for :meth:`events`. The engine's state stores go under
-        ``location`` (a new temporary folder by default) and are not read again; the results
-        are kept on the executors (Spark's local checkpoints), nothing on the driver."""
+        ``location`` and are not read again; the results are kept on the executors (Spark's
+        local checkpoints), nothing on the driver.
+
+        Without ``location`` the stores go to a new folder under Spark's checkpoint directory
+        (``sparkContext.setCheckpointDir``) when one is set, else, with a ``local`` master, to a
+        new temporary folder. On a cluster with neither, it raises :class:`SensorMatchingError`:
+        the executors need a folder they all reach (HDFS, S3, a shared mount)."""
         events = self.events(readings, queries, **columns)
         if events.isStreaming:
             raise SensorMatchingError(
                 "run takes two batch DataFrames; for streams use start() or batches()"
             )
-        folder = location or tempfile.mkdtemp(prefix="trending-sensors-")
+        folder = location or _run_folder(events.sparkSession)
         kept: dict[str, DataFrame] = {}
 
         def keep(name: str) -> Callable[[DataFrame, int], None]:
@@ -411,6 +417,21 @@ class SensorMatching:
             [], "input STRING, row STRING, reason STRING"
         )
         return SensorResults(kept["matches"], kept["popular"], rejected)
+
+
+def _run_folder(spark: SparkSession) -> str:
+    """A new folder for one :meth:`SensorMatching.run`'s state stores (see there)."""
+    context = spark.sparkContext
+    shared = context.getCheckpointDir()
+    if shared:
+        return f"{shared.rstrip('/')}/trending-sensors-{uuid.uuid4().hex}"
+    if str(context.master).startswith("local"):
+        return tempfile.mkdtemp(prefix="trending-sensors-")
+    raise SensorMatchingError(
+        f"run on master {context.master} needs a folder every executor reaches for its state "
+        "stores: give location= (an HDFS, S3 or shared path) or set "
+        "spark.sparkContext.setCheckpointDir(...)"
+    )
 
 
 @dataclass
