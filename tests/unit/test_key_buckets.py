@@ -17,7 +17,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from trending.spark.key_buckets import BucketsChanged, BucketState, KeyCodec, timers_to
+from trending.spark.key_buckets import (
+    BucketsChanged,
+    BucketState,
+    KeyCodec,
+    LayoutChanged,
+    timers_to,
+)
 
 
 class ListState:
@@ -113,6 +119,15 @@ def test_a_checkpoint_of_another_number_of_buckets_is_refused_naming_it() -> Non
     BucketState(handle, "keys", 8).save({"j1": "{}"})  # type: ignore[arg-type]
     with pytest.raises(BucketsChanged, match="in 8 buckets, not 4: give buckets=8"):
         BucketState(handle, "keys", 4).load()  # type: ignore[arg-type]
+
+
+def test_a_checkpoint_of_another_layout_is_refused_and_one_without_a_layout_is_the_first() -> None:
+    handle = Handle()
+    handle.state.rows = [("", '{"buckets":8}'), ("j1", "{}")]  # written before layouts were named
+    assert BucketState(handle, "keys", 8).load() == {"j1": "{}"}  # type: ignore[arg-type]
+    handle.state.rows = [("", '{"buckets":8,"layout":2}'), ("j1", "{}")]
+    with pytest.raises(LayoutChanged, match=r"in layout 2 .* this version reads layout 1"):
+        BucketState(handle, "keys", 8).load()  # type: ignore[arg-type]
 
 
 def test_timers_become_the_wanted_ones_and_the_fired_one_is_left_alone() -> None:

@@ -15,7 +15,9 @@ bucket's first row records it, and a query restarted with another number is refu
 (:class:`BucketsChanged`) rather than splitting a key's state in two. Keys go into the rows as
 text (:class:`KeyCodec`), normalized by the key column's Spark type first, so that a key reads
 the same whether or not pandas had to widen its column in a batch (an integer column with a
-null arrives as floats).
+null arrives as floats). The header also records the layout of the rows (:data:`LAYOUT`), so
+that a version of this package that stores them otherwise refuses the checkpoint by name
+(:class:`LayoutChanged`) instead of misreading it.
 """
 
 from __future__ import annotations
@@ -50,10 +52,16 @@ ROW_SCHEMA = StructType(
     [StructField("key", StringType(), False), StructField("state", StringType(), False)]
 )
 HEADER = ""  # the key text of a bucket's header row (no key's text is empty)
+LAYOUT = 1
+"""The layout of the rows this version writes (a header without one was written in layout 1)."""
 
 
 class BucketsChanged(RuntimeError):
     """A checkpoint written with another number of buckets."""
+
+
+class LayoutChanged(RuntimeError):
+    """A checkpoint whose state another version of the package wrote in another layout."""
 
 
 def default_buckets(spark: SparkSession) -> int:
@@ -112,15 +120,22 @@ class BucketState:
     def __init__(self, handle: StatefulProcessorHandle, name: str, buckets: int) -> None:
         self.rows = handle.getListState(name, ROW_SCHEMA)
         self.buckets = buckets
-        self.header: dict[str, Any] = {"buckets": buckets}
+        self.header: dict[str, Any] = {"buckets": buckets, "layout": LAYOUT}
 
     def load(self) -> dict[str, str]:
         """The keys' states, and the header's other fields in :attr:`header` (one call)."""
-        self.header = {"buckets": self.buckets}
+        self.header = {"buckets": self.buckets, "layout": LAYOUT}
         if not self.rows.exists():
             return {}
         entries = {str(key): str(state) for key, state in self.rows.get()}
         header = json.loads(entries.pop(HEADER, "{}"))
+        layout = header.get("layout", 1)
+        if layout != LAYOUT:
+            raise LayoutChanged(
+                f"this checkpoint's state is in layout {layout} of the trending package, and "
+                f"this version reads layout {LAYOUT}: run the version that wrote it, or start "
+                "on a new checkpoint"
+            )
         written = header.get("buckets")
         if written is not None and written != self.buckets:
             raise BucketsChanged(
@@ -128,7 +143,7 @@ class BucketState:
                 f"give buckets={written} (or start on a new checkpoint)"
             )
         self.header |= header
-        self.header["buckets"] = self.buckets
+        self.header |= {"buckets": self.buckets, "layout": LAYOUT}
         return entries
 
     def save(self, entries: dict[str, str], keep_header: bool = False) -> None:
