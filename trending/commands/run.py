@@ -280,6 +280,15 @@ def _add_trigger_arguments(parser: argparse.ArgumentParser, at_end: str) -> None
         help=f"process what is in the topics, {at_end}, then exit",
     )
     trig.add_argument(
+        "--idle-advance",
+        type=_positive_duration,
+        default=None,
+        metavar="DURATION",
+        help="when no input has arrived for this long (wall clock), advance the job's event time "
+        "by the time that passed, so the last windows close and their finals are published; "
+        "events that come later behind it are late (default: off; not with --available-now)",
+    )
+    trig.add_argument(
         "--max-offsets-per-trigger",
         type=_count,
         default=None,
@@ -460,6 +469,11 @@ def _job_settings(
 ) -> dict[str, Any]:
     """The :class:`trending.jobs.common.JobSettings` fields, from the shared arguments."""
     registry = args.schema_registry_url or os.environ.get("SCHEMA_REGISTRY_URL")
+    if args.idle_advance is not None and args.available_now:
+        raise UserError(
+            "--idle-advance moves event time on while a running job waits for input; "
+            "--available-now ends when the input does: give one of them"
+        )
     return {
         "bootstrap": bootstrap,
         "checkpoint": args.checkpoint,
@@ -481,6 +495,7 @@ def _job_settings(
         "lease_timeout_s": args.lease_timeout / 1000,
         "shutdown_timeout_s": args.shutdown_timeout / 1000,
         "kafka_step_timeout_s": args.kafka_step_timeout / 1000,
+        "idle_advance_ms": args.idle_advance,
     }
 
 

@@ -4,16 +4,18 @@ its last batch."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import KafkaError
 
 from connectors.kafka_settings import SchemaRegistryAccess, registry_access
+from connectors.spark_kafka import source_options
 from connectors.transactions import TXN_STEP_TIMEOUT_S, TransactionalBatchWriter
 from trending.errors import UserError
 from trending.jobs.batching import batch_bound
@@ -58,6 +60,8 @@ class CommittedBatches(Generic[S]):
     lease_lost: LeaseLost | None = None  # set by the lease's heartbeat when taken over
     failure: str | None = None  # why the last batch failed, in one line
     running: int | None = None  # the id of the batch being processed, if any
+    input_topics: tuple[str, ...] = ()  # the topics of the job's input (not its control topic)
+    control_topic: str = ""  # the job's own topic, read with the input (trending.jobs.idle)
 
     def _new_stats(self, batch_id: int) -> S:
         raise NotImplementedError
@@ -71,6 +75,10 @@ class CommittedBatches(Generic[S]):
     def _next_watermark_ms(self) -> int | None:
         """The watermark the next batch runs under (Spark records it when a batch is done)."""
         raise NotImplementedError
+
+    def watermark_ms(self) -> int | None:
+        """The job's event-time watermark now (None before any event)."""
+        return self._next_watermark_ms()
 
     def settle_checkpoint(self) -> None:
         """Match the query's checkpoint with the committed output (before the query starts)."""
@@ -162,6 +170,7 @@ class JobSettings:
     kafka_step_timeout_s: float = TXN_STEP_TIMEOUT_S  # see connectors.transactions
     # the most bytes of a batch's output the driver fetches at once (trending.spark.collect)
     collect_part_bytes: int = DEFAULT_COLLECT_PART_BYTES
+    idle_advance_ms: int | None = None  # see trending.jobs.idle (None: off)
 
     @property
     def batch_bound(self) -> int | None:
@@ -254,6 +263,26 @@ def _holds(lease: CheckpointLease) -> bool:
     except LeaseLost:
         return False
     return True
+
+
+def stream_options(
+    config: JobSettings, input_topics: Sequence[str], control_topic: str
+) -> dict[str, str]:
+    """Spark's Kafka source options for a job's query: its input topics and its control topic.
+    Starting offsets given per partition (Spark's JSON form, which must name every partition
+    read) start the control topic at its beginning unless they name it."""
+    starting = config.starting_offsets
+    if starting.lstrip().startswith("{"):
+        try:
+            offsets = json.loads(starting)
+        except ValueError as error:
+            raise UserError(f"--starting-offsets is not JSON: {error}") from error
+        offsets.setdefault(control_topic, {"0": -2})  # -2: earliest
+        starting = json.dumps(offsets)
+    return source_options(
+        config.bootstrap, ",".join([*input_topics, control_topic]), starting,
+        config.batch_bound, config.spark_kafka_options,
+    )  # fmt: skip
 
 
 def triggered(writer: DataStreamWriter, config: JobSettings) -> DataStreamWriter:

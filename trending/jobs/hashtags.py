@@ -41,6 +41,7 @@ from trending.jobs.common import (
     JobSettings,
     committed_state,
     open_job,
+    stream_options,
     triggered,
     use_state_store,
 )
@@ -162,6 +163,8 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
         self.job_id = job_id
         self.writer = writer
         self.topk = topk
+        self.input_topics = (config.input_topic,)
+        self.control_topic = f"trending-hashtags-control-{job_id}"  # --idle-advance's CTIs
         restored = committed_state(writer, MergeState.from_json)
         self.merger = TopKMerger(config.windows, config.k, config.lateness_ms, restored)
         url = config.schema_registry_url
@@ -402,9 +405,13 @@ def start_query(
             engine = processor.topk.engine(spark)
             warmed = dataclasses.replace(config, warm_up_rows=rows)
             warm_up(spark, engine, processor.tweet_schema, registry, warmed, options)
+    with phase("topics"):
+        ensure_topics(config.bootstrap, [processor.control_topic], 1, extra=config.kafka_options)
     with phase("plan"):
         records = hashtag_records(
-            read_kafka_stream(spark, options),
+            read_kafka_stream(
+                spark, stream_options(config, processor.input_topics, processor.control_topic)
+            ),
             processor.tweet_schema,
             registry,
             config.windows,
@@ -412,6 +419,7 @@ def start_query(
             config.lateness_ms,
             config.clock_skew,
             config.bounds,
+            processor.control_topic,
         )
         writer = (
             processor.topk.count_records(records)

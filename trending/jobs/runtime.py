@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from trending.jobs.common import JobSettings
+    from trending.jobs.idle import KafkaIdleAdvance
     from trending.lease import LeaseLost
     from trending.metrics import Metrics
     from trending.spark.listener import Monitoring
@@ -60,6 +61,14 @@ class Processor(Protocol):
 
     @property
     def failure(self) -> str | None: ...
+
+    @property
+    def input_topics(self) -> tuple[str, ...]: ...
+
+    @property
+    def control_topic(self) -> str: ...
+
+    def watermark_ms(self) -> int | None: ...
 
     def attach_metrics(self, metrics: Metrics) -> None: ...
 
@@ -215,11 +224,14 @@ def serve(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    idle = idle_advance(processor, query)
     while query.isActive and not stop.is_set() and processor.lease_lost is None:
         try:
             query.awaitTermination(1)
         except Exception:  # the query failed: reported below, from query.exception()
             break
+        if idle is not None:
+            idle.check()
         if startup is not None and processor.history:
             first = processor.history[0]
             done = first.started_at + first.seconds
@@ -228,6 +240,8 @@ def serve(
                 file=sys.stderr,
             )
             startup = None
+    if idle is not None:
+        idle.close()
     if stop.is_set():
         stop_between_batches(query, processor, hurry, shutdown_timeout_s)
     elif processor.lease_lost is not None:
@@ -239,6 +253,30 @@ def serve(
     if exception is not None and not stop.is_set():
         raise UserError(failure_line(processor, exception))
     return not stop.is_set() and exception is None
+
+
+def idle_advance(processor: Processor, query: StreamingQuery) -> KafkaIdleAdvance | None:
+    """The job's ``--idle-advance`` (:mod:`trending.jobs.idle`), when set and the job runs
+    until stopped."""
+    config = processor.config
+    if config.idle_advance_ms is None or config.available_now:
+        return None
+    from trending.jobs.idle import KafkaIdleAdvance
+    from trending.spark.listener import parse_offsets
+
+    def consumed() -> dict[str, dict[int, int]]:
+        progress = query.lastProgress
+        sources = progress.get("sources", []) if progress else []
+        read: dict[str, dict[int, int]] = {}
+        for source in sources:
+            for topic, offsets in parse_offsets(source.get("endOffset")).items():
+                read.setdefault(topic, {}).update(offsets)
+        return read
+
+    return KafkaIdleAdvance(
+        config.idle_advance_ms, config.bootstrap, config.kafka_options, processor.input_topics,
+        processor.control_topic, config.schema_registry_url, processor.watermark_ms, consumed,
+    )  # fmt: skip
 
 
 def stop_between_batches(

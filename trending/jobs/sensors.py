@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
-from connectors.spark_kafka import read_kafka_stream, source_options
+from connectors.spark_kafka import read_kafka_stream
 from connectors.transactions import OutRecord, TransactionalBatchWriter
 from trending.durations import format_duration_ms
 from trending.errors import UserError
@@ -39,6 +39,7 @@ from trending.jobs.common import (
     JobSettings,
     committed_state,
     open_job,
+    stream_options,
     triggered,
     use_state_store,
 )
@@ -150,6 +151,8 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         self.checkpoint = checkpoint
         self.job_id = job_id
         self.writer = writer
+        self.input_topics = (config.readings_topic, config.queries_topic)
+        self.control_topic = f"trending-sensors-control-{job_id}"  # --idle-advance's CTIs
         self.state = committed_state(writer, SensorState.from_json) or SensorState()
         self.registry = config.registry
         url = config.schema_registry_url
@@ -195,8 +198,9 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
     def _process(self, batch: DataFrame, batch_id: int, stats: SensorBatchStats) -> None:
         clock = time.monotonic()
         events = sensor_events(
-            batch, self.topics, self.registry, self.state.watermark_ms, self.config.clock_skew
-        ).persist()
+            batch, self.topics, self.registry, self.state.watermark_ms, self.config.clock_skew,
+            self.control_topic, self.config.lateness_ms,
+        ).persist()  # fmt: skip
         try:
             with self.matching.apply(events, batch_id, self.state, self.steps) as applied:
                 stats.phases.update(applied.phases)
@@ -362,13 +366,9 @@ def start_query(
         processor = open_processor(spark, config)
     if on_processor is not None:
         on_processor(processor)
-    options = source_options(
-        config.bootstrap,
-        f"{config.readings_topic},{config.queries_topic}",
-        config.starting_offsets,
-        config.batch_bound,
-        config.spark_kafka_options,
-    )
+    with phase("topics"):
+        ensure_topics(config.bootstrap, [processor.control_topic], 1, extra=config.kafka_options)
+    options = stream_options(config, processor.input_topics, processor.control_topic)
     writer = (
         with_batch_clock(read_kafka_stream(spark, options))
         .writeStream.queryName(f"trending-sensors-{processor.job_id}")

@@ -37,7 +37,7 @@ from confluent_kafka import Producer
 
 from connectors.avro import AvroCodec, schema_json
 from connectors.kafka import ensure_topics
-from connectors.spark_kafka import read_kafka_stream, source_options
+from connectors.spark_kafka import read_kafka_stream
 from connectors.transactions import OutRecord, TransactionalBatchWriter
 from trending.durations import format_duration_ms
 from trending.errors import UserError
@@ -46,6 +46,7 @@ from trending.jobs.common import (
     JobSettings,
     committed_state,
     open_job,
+    stream_options,
     triggered,
     use_state_store,
 )
@@ -161,6 +162,9 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
     ) -> None:
         self.config, self.checkpoint, self.job_id, self.writer = config, checkpoint, job_id, writer
         self.buckets = buckets  # of the keys' state (:mod:`trending.spark.key_buckets`)
+        self.input_topics = (config.input_topic,)
+        # the job's own topic: ``--available-now``'s end-of-input CTI, ``--idle-advance``'s CTIs
+        self.control_topic = f"trending-windows-cti-{job_id}"
         self.state = committed_state(writer, DriverState.from_json) or DriverState()
         url = config.schema_registry_url
         self.rows_codec = AvroCodec("window_row", url, subject=f"{config.output_topic}-value")
@@ -172,11 +176,6 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
     def attach_metrics(self, metrics: Metrics) -> None:
         """Count this job's batches in ``metrics`` (call before the query starts)."""
         self.observers.append(WindowsObserver(metrics, self))
-
-    @property
-    def control_topic(self) -> str:
-        """The job's own topic, where ``--available-now`` writes its end-of-input CTI."""
-        return f"trending-windows-cti-{self.job_id}"
 
     def _new_stats(self, batch_id: int) -> WindowsBatchStats:
         return WindowsBatchStats(batch_id, started_at=time.time())
@@ -353,13 +352,7 @@ def start_query(
             on_processor(processor)
     with phase("topics"):
         ensure_topics(config.bootstrap, [processor.control_topic], 1, extra=config.kafka_options)
-    options = source_options(
-        config.bootstrap,
-        f"{config.input_topic},{processor.control_topic}",
-        config.starting_offsets,
-        config.batch_bound,
-        config.spark_kafka_options,
-    )
+    options = stream_options(config, processor.input_topics, processor.control_topic)
     events = temporal_events(
         read_kafka_stream(spark, options), schema_json("interval_event"), config.registry,
         config.lateness_ms, config.clock_skew, processor.control_topic,

@@ -44,6 +44,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
+from connectors.avro import schema_json as named_schema
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
 from trending.spark.clock import ClockSkew, skew_reason
@@ -109,7 +110,7 @@ def register_functions(spark: SparkSession) -> None:
 def hashtag_records(
     raw: DataFrame, schema_json: str, registry: SchemaRegistryAccess | None,
     windows: SlidingWindows, job: str,
-    lateness_ms: int, skew: ClockSkew, bounds: TweetBounds,
+    lateness_ms: int, skew: ClockSkew, bounds: TweetBounds, control_topic: str | None = None,
 ) -> DataFrame:  # fmt: skip
     """Decoded streaming Kafka records with their kind (see the module docstring).
 
@@ -118,8 +119,14 @@ def hashtag_records(
     dead records only). Spark's
     watermark follows the event times of the on-time tweets, with delay = lateness. A tweet
     whose time is too far from the batch's clock (``skew``; the clock of :class:`BatchParams`)
-    is ``DEAD``, and so is a tweet beyond ``bounds``.
+    is ``DEAD``, and so is a tweet beyond ``bounds``. A CTI at ``W'`` on ``control_topic`` (the
+    job's ``--idle-advance``, :mod:`trending.jobs.idle`) is a tweet without hashtags at
+    ``W' + lateness``: it moves the watermark to at least ``W'`` and counts nothing.
     """
+    control = None
+    if control_topic is not None:
+        control = raw.where(F.col("topic") == F.lit(control_topic))
+        raw = raw.where(F.col("topic") != F.lit(control_topic))
     decoded = decode_avro(raw, schema_json, registry, fields=("text", "created_at"))
     event_ms = F.unix_millis(F.col("record.created_at"))
     watermark = F.call_function(WATERMARK_FUNCTION[0], F.lit(job))
@@ -146,9 +153,34 @@ def hashtag_records(
         F.when(kind.isNotNull(), F.unix_millis("timestamp")).alias("record_ts"),
         F.when(kind.isNotNull(), F.col("headers")).alias("headers"),
     )
+    if control is not None:
+        records = records.unionByName(_advances(control, registry, lateness_ms, records))
     on_time = F.when(F.col("kind") == COUNTED, F.col("created_at"))
     return records.withColumn("on_time_at", on_time).withWatermark(
         "on_time_at", f"{lateness_ms} milliseconds"
+    )
+
+
+def _advances(
+    control: DataFrame, registry: SchemaRegistryAccess | None, lateness_ms: int, like: DataFrame
+) -> DataFrame:
+    """The control topic's CTIs as counted tweets without hashtags at ``start + lateness``
+    (columns and types of ``like``); anything else there is dropped (only the job writes it)."""
+    ctis = decode_avro(control, named_schema("interval_event"), registry, fields=("kind", "start"))
+    ctis = ctis.where(
+        (F.col("record.kind") == F.lit("CTI")) & F.col("record.start").isNotNull()
+    ).withColumn("_event_ms", F.unix_millis("record.start") + F.lit(lateness_ms))
+    types = {f.name: f.dataType for f in like.schema.fields}
+    given = {
+        "kind": F.lit(COUNTED),
+        "event_ms": F.col("_event_ms"),
+        "text": F.lit(""),
+        "created_at": F.timestamp_millis("_event_ms"),
+        "partition": F.col("partition"),
+        "offset": F.col("offset"),
+    }
+    return ctis.select(
+        *(given.get(name, F.lit(None)).cast(kind).alias(name) for name, kind in types.items())
     )
 
 

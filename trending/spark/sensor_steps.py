@@ -22,6 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
+from connectors.avro import schema_json as named_schema
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
 from trending.spark.clock import CLOCK_COLUMN, ClockSkew, clock_of, skew_reason
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from py4j.java_gateway import JavaObject
 
 READING, QUERY, LATE, DEAD = 0, 1, 2, 3
+TICK = 4  # an advance of the job's event time (--idle-advance): moves the watermark only
 MATCH, POPULAR = 0, 1  # trending.sensors.Cells
 BATCH_CLASS = "trending.sensors.SensorBatch"
 LONG_MIN = -(2**63)
@@ -54,13 +56,18 @@ def sensor_events(
     registry: SchemaRegistryAccess | None,
     watermark_ms: int | None,
     skew: ClockSkew,
+    control_topic: str | None = None,
+    lateness_ms: int = 0,
 ) -> DataFrame:
     """Kafka records of both topics as events with their kind (see the module docstring).
 
     Columns: ``kind, ts, id, x, y, v, topic, partition, offset, key, value, reason, record_ts,
     headers``; ``id`` is the sensor or query id, ``v`` the reading's value or the query's
     distance, ``record_ts`` the record's Kafka timestamp (ms). An event whose time is too far
-    from the batch's clock (``skew``) is ``DEAD``.
+    from the batch's clock (``skew``) is ``DEAD``. A CTI at ``W'`` on ``control_topic`` (the
+    job's ``--idle-advance``, :mod:`trending.jobs.idle`) is a ``TICK`` at ``W' + lateness``:
+    it counts toward the batch's newest event time, so the watermark moves to at least ``W'``,
+    and is applied nowhere.
     """
     readings = _decoded(
         raw.where(F.col("topic") == topics.readings), topics.reading_schema, registry,
@@ -74,7 +81,25 @@ def sensor_events(
     problem = F.coalesce(_problem(events), skew_reason(F.col("ts"), F.col(CLOCK_COLUMN), skew))
     late = F.lit(False) if watermark_ms is None else F.col("ts") < F.lit(watermark_ms)
     kind = F.when(problem.isNotNull(), F.lit(DEAD)).when(late, F.lit(LATE))
-    return events.withColumn("reason", problem).withColumn("kind", F.coalesce(kind, F.col("kind")))
+    kinds = F.coalesce(kind, F.col("kind"))
+    events = events.withColumn("reason", problem).withColumn("kind", kinds)
+    if control_topic is None:
+        return events
+    control = raw.where(F.col("topic") == F.lit(control_topic))
+    ctis = decode_avro(control, named_schema("interval_event"), registry, fields=("kind", "start"))
+    ctis = ctis.where((F.col("record.kind") == F.lit("CTI")) & F.col("record.start").isNotNull())
+    given = {
+        "kind": F.lit(TICK),
+        "ts": F.unix_millis("record.start") + F.lit(lateness_ms),
+        "topic": F.col("topic"),
+        "partition": F.col("partition"),
+        "offset": F.col("offset"),
+        CLOCK_COLUMN: clock_of(ctis),
+    }
+    ticks = ctis.select(
+        *(given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in events.schema)
+    )
+    return events.unionByName(ticks)
 
 
 def _decoded(
@@ -133,7 +158,7 @@ class BatchFigures:
 
 def batch_figures(events: DataFrame) -> BatchFigures:
     """One aggregation over ``events`` (:func:`sensor_events`)."""
-    on_time = F.col("kind").isin(READING, QUERY)
+    on_time = F.col("kind").isin(READING, QUERY, TICK)
     reading = F.col("kind") == F.lit(READING)
     row = events.agg(
         F.max(F.when(on_time, F.col("ts"))).alias("newest"),
