@@ -21,7 +21,7 @@ from trending.errors import UserError
 from trending.jobs.batching import batch_bound
 from trending.jobs.faults import crash_after_commit
 from trending.lease import DEFAULT_TIMEOUT_S, CheckpointLease, LeaseLost
-from trending.spark.clock import DEFAULT_MAX_FUTURE_MS, ClockSkew
+from trending.spark.clock import DEFAULT_MAX_FUTURE_MS, ClockSkew, advance_value
 from trending.spark.session import PROVIDER_CONF, ROCKSDB_PROVIDER
 
 if TYPE_CHECKING:
@@ -79,6 +79,10 @@ class CommittedBatches(Generic[S]):
     def watermark_ms(self) -> int | None:
         """The job's event-time watermark now (None before any event)."""
         return self._next_watermark_ms()
+
+    def advance_value(self, watermark_ms: int) -> bytes:
+        """The record of :attr:`control_topic` that moves the watermark to ``watermark_ms``."""
+        return advance_value(watermark_ms)
 
     def settle_checkpoint(self) -> None:
         """Match the query's checkpoint with the committed output (before the query starts)."""

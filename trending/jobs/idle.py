@@ -10,8 +10,9 @@ its watermark by the wall-clock time that passed since the input last moved, and
                              W0: the job's watermark once the silence reached D and the job
                                  had read its input up to those end offsets
 
-The advance is a record on the job's own control topic (``{"kind": "CTI", "start": W'}`` in
-the ``interval_event`` schema), which the job reads with its input: the watermark becomes at
+The advance is a record on the job's own control topic (``{"watermark_ms": W'}``, or for the
+windows job the CTI at ``W'`` its control topic already carries), which the job reads with its
+input: the watermark becomes at
 least ``W'`` in the micro-batch that reads it, so windows close and their finals are published
 in that batch's transaction, exactly once, and a replayed batch reads the same records. An
 event that arrives later behind ``W'`` is late, as for any watermark (the price of closing
@@ -28,7 +29,6 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from connectors.avro import AvroCodec
 from connectors.kafka import consumer, producer
 
 log = logging.getLogger(__name__)
@@ -101,16 +101,17 @@ class KafkaIdleAdvance:
         kafka_options: Mapping[str, str],
         input_topics: Sequence[str],
         control_topic: str,
-        registry_url: str | None,
+        encode: Callable[[int], bytes],
         watermark: Callable[[], int | None],
         consumed: Callable[[], Mapping[str, Mapping[int, int]]],
     ) -> None:
-        """``consumed()``: the end offsets of the job's last completed micro-batch, by topic
-        and partition (Spark's progress)."""
+        """``encode(w)``: the control record asking for watermark ``w``; ``consumed()``: the
+        end offsets of the job's last completed micro-batch, by topic and partition (Spark's
+        progress)."""
         self.topics, self.control_topic = list(input_topics), control_topic
         self.reader = consumer(bootstrap, kafka_options)
         self.writer = producer(bootstrap, kafka_options, linger_ms=0)
-        self.codec = AvroCodec("interval_event", registry_url)
+        self.encode = encode
         self.consumed = consumed
         self.rule = IdleAdvance(idle_ms, self._ends, watermark, self._write, self._caught_up)
 
@@ -140,8 +141,7 @@ class KafkaIdleAdvance:
         return all(read.get(topic, {}).get(p, 0) >= end for topic, p, end in ends)
 
     def _write(self, watermark_ms: int) -> None:
-        value = self.codec.encode({"kind": "CTI", "start": watermark_ms})
-        self.writer.produce(self.control_topic, value)
+        self.writer.produce(self.control_topic, self.encode(watermark_ms))
         self.writer.flush(30)
         log.info(
             "input silent: watermark advanced to %d through %s", watermark_ms, self.control_topic

@@ -70,6 +70,8 @@ class Processor(Protocol):
 
     def watermark_ms(self) -> int | None: ...
 
+    def advance_value(self, watermark_ms: int) -> bytes: ...
+
     def attach_metrics(self, metrics: Metrics) -> None: ...
 
     def close(self) -> None: ...
@@ -275,7 +277,7 @@ def idle_advance(processor: Processor, query: StreamingQuery) -> KafkaIdleAdvanc
 
     return KafkaIdleAdvance(
         config.idle_advance_ms, config.bootstrap, config.kafka_options, processor.input_topics,
-        processor.control_topic, config.schema_registry_url, processor.watermark_ms, consumed,
+        processor.control_topic, processor.advance_value, processor.watermark_ms, consumed,
     )  # fmt: skip
 
 

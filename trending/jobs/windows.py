@@ -170,12 +170,17 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
         self.rows_codec = AvroCodec("window_row", url, subject=f"{config.output_topic}-value")
         self.late_codec = AvroCodec("dead_letter", url, subject=f"{config.late_topic}-value")
         self.dead_codec = AvroCodec("dead_letter", url, subject=f"{config.dead_letter_topic}-value")
+        self.cti_codec = AvroCodec("interval_event", url)
         self.history: list[WindowsBatchStats] = []
         self.observers: list[Callable[[WindowsBatchStats, WindowsBatchProcessor], None]] = []
 
     def attach_metrics(self, metrics: Metrics) -> None:
         """Count this job's batches in ``metrics`` (call before the query starts)."""
         self.observers.append(WindowsObserver(metrics, self))
+
+    def advance_value(self, watermark_ms: int) -> bytes:
+        """A CTI at ``watermark_ms`` (the control topic's records are interval events)."""
+        return self.cti_codec.encode({"kind": "CTI", "start": watermark_ms})
 
     def _new_stats(self, batch_id: int) -> WindowsBatchStats:
         return WindowsBatchStats(batch_id, started_at=time.time())

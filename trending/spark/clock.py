@@ -65,3 +65,19 @@ def skew_reason(event_ms: Column, clock_ms: Column, skew: ClockSkew) -> Column:
         too_new = event_ms > clock_ms + F.lit(skew.max_future_ms)
         reason = F.when(too_new, F.lit(FUTURE_TIMESTAMP)).otherwise(reason)
     return reason
+
+
+ADVANCE_FIELD = "watermark_ms"
+NOT_AN_ADVANCE = "not an event-time advance"
+
+
+def advance_value(watermark_ms: int) -> bytes:
+    """A record of a job's control topic asking for the watermark ``watermark_ms``
+    (``--idle-advance``, :mod:`trending.jobs.idle`): ``{"watermark_ms": N}`` in UTF-8."""
+    return b'{"%s":%d}' % (ADVANCE_FIELD.encode(), watermark_ms)
+
+
+def advance_of(value: Column) -> Column:
+    """The watermark an :func:`advance_value` asks for (null for any other bytes)."""
+    text = value.cast("string")
+    return F.get_json_object(text, f"$.{ADVANCE_FIELD}").cast("long")

@@ -44,10 +44,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
-from connectors.avro import schema_json as named_schema
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
-from trending.spark.clock import ClockSkew, skew_reason
+from trending.spark.clock import NOT_AN_ADVANCE, ClockSkew, advance_of, skew_reason
 from trending.text.bounds import TweetBounds
 from trending.windows.sliding import SlidingWindows
 
@@ -119,16 +118,17 @@ def hashtag_records(
     dead records only). Spark's
     watermark follows the event times of the on-time tweets, with delay = lateness. A tweet
     whose time is too far from the batch's clock (``skew``; the clock of :class:`BatchParams`)
-    is ``DEAD``, and so is a tweet beyond ``bounds``. A CTI at ``W'`` on ``control_topic`` (the
-    job's ``--idle-advance``, :mod:`trending.jobs.idle`) is a tweet without hashtags at
-    ``W' + lateness``: it moves the watermark to at least ``W'`` and counts nothing.
+    is ``DEAD``, and so is a tweet beyond ``bounds``. An advance to ``W'`` on ``control_topic``
+    (the job's ``--idle-advance``, :func:`trending.spark.clock.advance_value`) is a tweet
+    without hashtags at ``W' + lateness``: it moves the watermark to at least ``W'`` and counts
+    nothing. Its records are read in the same pass as the tweets (one source in the plan).
     """
-    control = None
-    if control_topic is not None:
-        control = raw.where(F.col("topic") == F.lit(control_topic))
-        raw = raw.where(F.col("topic") != F.lit(control_topic))
     decoded = decode_avro(raw, schema_json, registry, fields=("text", "created_at"))
-    event_ms = F.unix_millis(F.col("record.created_at"))
+    control = F.lit(False)
+    if control_topic is not None:
+        control = F.coalesce(F.col("topic") == F.lit(control_topic), F.lit(False))
+    advance_ms = advance_of(F.col("value")) + F.lit(lateness_ms)
+    event_ms = F.when(control, advance_ms).otherwise(F.unix_millis(F.col("record.created_at")))
     watermark = F.call_function(WATERMARK_FUNCTION[0], F.lit(job))
     clock = F.call_function(CLOCK_FUNCTION[0], F.lit(job))
     skewed = skew_reason(event_ms, clock, skew)
@@ -137,13 +137,22 @@ def hashtag_records(
         "_bound", F.when(F.col("record").isNotNull(), bounds_reason(bounds, F.col("record.text")))
     )
     unfit = F.col("record").isNull() | skewed.isNotNull() | F.col("_bound").isNotNull()
-    kind = F.when(unfit, F.lit(DEAD)).when(_last_end(event_ms, windows) <= watermark, F.lit(LATE))
-    decoded = decoded.withColumn("reason", F.coalesce(F.col("reason"), skewed, F.col("_bound")))
+    kind = (
+        F.when(control, F.when(advance_ms.isNull(), F.lit(DEAD)))
+        .when(unfit, F.lit(DEAD))
+        .when(_last_end(event_ms, windows) <= watermark, F.lit(LATE))
+    )
+    reason = F.when(control, F.when(advance_ms.isNull(), F.lit(NOT_AN_ADVANCE))).otherwise(
+        F.coalesce(F.col("reason"), skewed, F.col("_bound"))
+    )
+    decoded = decoded.withColumn("reason", reason)
     records = decoded.select(
         F.coalesce(kind, F.lit(COUNTED)).alias("kind"),
         event_ms.alias("event_ms"),
-        F.col("record.text").alias("text"),
-        F.col("record.created_at").alias("created_at"),
+        F.when(control, F.lit("")).otherwise(F.col("record.text")).alias("text"),
+        F.when(control, F.timestamp_millis(advance_ms))
+        .otherwise(F.col("record.created_at"))
+        .alias("created_at"),
         "partition",
         "offset",
         # the record's own bytes only where they are published again: late and dead records
@@ -153,34 +162,9 @@ def hashtag_records(
         F.when(kind.isNotNull(), F.unix_millis("timestamp")).alias("record_ts"),
         F.when(kind.isNotNull(), F.col("headers")).alias("headers"),
     )
-    if control is not None:
-        records = records.unionByName(_advances(control, registry, lateness_ms, records))
     on_time = F.when(F.col("kind") == COUNTED, F.col("created_at"))
     return records.withColumn("on_time_at", on_time).withWatermark(
         "on_time_at", f"{lateness_ms} milliseconds"
-    )
-
-
-def _advances(
-    control: DataFrame, registry: SchemaRegistryAccess | None, lateness_ms: int, like: DataFrame
-) -> DataFrame:
-    """The control topic's CTIs as counted tweets without hashtags at ``start + lateness``
-    (columns and types of ``like``); anything else there is dropped (only the job writes it)."""
-    ctis = decode_avro(control, named_schema("interval_event"), registry, fields=("kind", "start"))
-    ctis = ctis.where(
-        (F.col("record.kind") == F.lit("CTI")) & F.col("record.start").isNotNull()
-    ).withColumn("_event_ms", F.unix_millis("record.start") + F.lit(lateness_ms))
-    types = {f.name: f.dataType for f in like.schema.fields}
-    given = {
-        "kind": F.lit(COUNTED),
-        "event_ms": F.col("_event_ms"),
-        "text": F.lit(""),
-        "created_at": F.timestamp_millis("_event_ms"),
-        "partition": F.col("partition"),
-        "offset": F.col("offset"),
-    }
-    return ctis.select(
-        *(given.get(name, F.lit(None)).cast(kind).alias(name) for name, kind in types.items())
     )
 
 

@@ -22,10 +22,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
-from connectors.avro import schema_json as named_schema
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
-from trending.spark.clock import CLOCK_COLUMN, ClockSkew, clock_of, skew_reason
+from trending.spark.clock import CLOCK_COLUMN, ClockSkew, advance_of, clock_of, skew_reason
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaObject
@@ -64,10 +63,10 @@ def sensor_events(
     Columns: ``kind, ts, id, x, y, v, topic, partition, offset, key, value, reason, record_ts,
     headers``; ``id`` is the sensor or query id, ``v`` the reading's value or the query's
     distance, ``record_ts`` the record's Kafka timestamp (ms). An event whose time is too far
-    from the batch's clock (``skew``) is ``DEAD``. A CTI at ``W'`` on ``control_topic`` (the
-    job's ``--idle-advance``, :mod:`trending.jobs.idle`) is a ``TICK`` at ``W' + lateness``:
-    it counts toward the batch's newest event time, so the watermark moves to at least ``W'``,
-    and is applied nowhere.
+    from the batch's clock (``skew``) is ``DEAD``. An advance to ``W'`` on ``control_topic``
+    (the job's ``--idle-advance``, :func:`trending.spark.clock.advance_value`) is a ``TICK`` at
+    ``W' + lateness``: it counts toward the batch's newest event time, so the watermark moves to
+    at least ``W'``, and is applied nowhere.
     """
     readings = _decoded(
         raw.where(F.col("topic") == topics.readings), topics.reading_schema, registry,
@@ -86,11 +85,12 @@ def sensor_events(
     if control_topic is None:
         return events
     control = raw.where(F.col("topic") == F.lit(control_topic))
-    ctis = decode_avro(control, named_schema("interval_event"), registry, fields=("kind", "start"))
-    ctis = ctis.where((F.col("record.kind") == F.lit("CTI")) & F.col("record.start").isNotNull())
+    ctis = control.withColumn("_advance", advance_of(F.col("value"))).where(
+        F.col("_advance").isNotNull()
+    )
     given = {
         "kind": F.lit(TICK),
-        "ts": F.unix_millis("record.start") + F.lit(lateness_ms),
+        "ts": F.col("_advance") + F.lit(lateness_ms),
         "topic": F.col("topic"),
         "partition": F.col("partition"),
         "offset": F.col("offset"),
