@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from trending import __version__
+from trending import __version__, arg_types
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -327,7 +327,7 @@ def add_metrics_arguments(parser: argparse.ArgumentParser, port: int = DEFAULT_P
     )
     group.add_argument(
         "--metrics-port",
-        type=int,
+        type=arg_types.port,
         default=port,
         help="port of the Prometheus endpoint; 0 disables it (default: %(default)s)",
     )

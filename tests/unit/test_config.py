@@ -205,8 +205,8 @@ def test_an_abbreviated_config_flag_is_still_read(toml_file: Path) -> None:
         ('[run.hashtags]\nhop = "0s"', "key hop: want a duration longer than 0, got '0s'"),
         ('[run.hashtags]\nsize = "-1m"', "key size: not a duration: '-1m'"),
         ('[run.hashtags]\nlateness = "soon"', "key lateness: not a duration: 'soon'"),
-        ('[run.hashtags]\ntop = "many"', "key top: wants a whole number, got 'many'"),
-        ("[run.hashtags]\ntop = 2.5", "key top: wants a whole number, got a number"),
+        ('[run.hashtags]\ntop = "many"', "key top: want a whole number >= 1, got 'many'"),
+        ("[run.hashtags]\ntop = 2.5", "key top: want a whole number >= 1, got '2.5'"),
         (
             '[run.hashtags]\navailable-now = "yes"',
             "key available-now: wants true or false, got a string",
@@ -218,9 +218,12 @@ def test_an_abbreviated_config_flag_is_still_read(toml_file: Path) -> None:
             '[run.sensors]\npartition-by = "zone"',
             "key partition-by: wants one of none, sensor, got 'zone'",
         ),
-        ('[run.sensors]\ncell-size = "big"', "key cell-size: wants a number, got 'big'"),
+        ('[run.sensors]\ncell-size = "big"', "key cell-size: want a number > 0, got 'big'"),
         ("[run.hashtags]\nmax-offsets-per-trigger = -1", "want a whole number >= 0, got '-1'"),
-        ('size = "5m"', "top level, key size: wants a whole number, got '5m' (for run sensors)"),
+        (
+            'size = "5m"',
+            "top level, key size: want a whole number >= 1, got '5m' (for run sensors)",
+        ),
         ('kafka-option = ["acks=all"]', "put librdkafka settings in the [kafka] table"),
         ("[kafka]\nacks = [1]", "table [kafka], key acks: wants strings, numbers or booleans"),
         ("run = 3", "top level, key run: wants a table of options of `trending run`"),
@@ -244,7 +247,7 @@ def test_every_problem_of_a_file_is_reported(
     assert [line.split(", key ")[-1] for line in lines] == [
         "sise: unknown key (did you mean size?)",
         "hop: want a duration longer than 0, got '0s'",
-        "top: wants a whole number, got 'x'",
+        "top: want a whole number >= 1, got 'x'",
     ]
 
 
@@ -300,7 +303,8 @@ def test_window_checks_stop_the_job_before_kafka_or_spark(
     ]
     no_top = write(tmp_path, "top.yaml", "run:\n  hashtags:\n    top: 0\n")
     assert errors(["--config", str(no_top), "run", "hashtags"], capsys) == [
-        "trending: error: --top must be positive, got 0"
+        f"trending: error: config file {no_top}, table [run.hashtags], key top: want a whole "
+        "number >= 1, got '0'"
     ]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import FrameType
 
 from connectors.broker import DEFAULT_DATA_DIR, DEFAULT_PORT, BrokerError, LocalBroker
+from trending import arg_types
 from trending.commands import duration_s
 
 
@@ -23,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "metadata; logs go to DIR/logs/server.log. Ctrl-C or SIGTERM stops it cleanly."
         ),
     )
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="client port")
+    parser.add_argument("--port", type=arg_types.port, default=DEFAULT_PORT, help="client port")
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -33,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--controller-port",
-        type=int,
+        type=arg_types.port,
         metavar="N",
         help="KRaft controller port (default: PORT+1, or a free one if taken)",
     )

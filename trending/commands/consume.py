@@ -21,6 +21,7 @@ from connectors.avro import (
     schema_for_topic,
 )
 from connectors.kafka import add_kafka_arguments, consumer, kafka_from_args
+from trending import arg_types
 from trending.commands import duration_s
 from trending.errors import UserError
 from trending.metrics import add_metrics_arguments, serve_metrics
@@ -49,7 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DURATION",
         help="exit after this long without records, e.g. 5s",
     )
-    parser.add_argument("--max-records", type=int, metavar="N", help="exit after N records")
+    parser.add_argument(
+        "--max-records", type=arg_types.positive_int, metavar="N", help="exit after N records"
+    )
     parser.add_argument("--schema", metavar="NAME", help="schema name or .avsc path to decode")
     parser.add_argument(
         "--schema-registry-url",

@@ -18,6 +18,7 @@ from typing import Any
 
 from connectors.broker import LocalBroker, free_port
 from connectors.jvm import REPO_ROOT
+from trending import arg_types
 from trending.commands import DefaultsHelpFormatter, duration_ms
 from trending.errors import UserError
 
@@ -41,8 +42,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DURATION",
         help="how long to show live results, from the first one",
     )
-    parser.add_argument("--burst", type=int, default=200_000, help="tweets produced up front")
-    parser.add_argument("--rate", type=float, default=2_000, help="live tweets per second after")
+    parser.add_argument(
+        "--burst", type=arg_types.count, default=200_000, help="tweets produced up front"
+    )
+    parser.add_argument(
+        "--rate", type=arg_types.positive_float, default=2_000, help="live tweets per second after"
+    )
     parser.add_argument("--dir", type=Path, default=DEMO_DIR, help="broker data and checkpoints")
     parser.set_defaults(handler=run_demo)
 

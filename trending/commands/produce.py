@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from connectors.avro import REGISTRY_ENV, resolve_registry_url
 from connectors.kafka import DeliveryError, add_kafka_arguments, kafka_from_args
+from trending import arg_types
 from trending.commands import duration_ms
 from trending.errors import UserError
 from trending.generate import generate_tweets, produce_tweets, read_jsonl
@@ -44,14 +45,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     tweets.add_argument("--topic", default="tweets", metavar="TOPIC", help="target topic")
     tweets.add_argument(
-        "--partitions", type=int, metavar="P", default=4, help="when creating the topic"
+        "--partitions",
+        type=arg_types.positive_int,
+        metavar="P",
+        default=4,
+        help="when creating the topic",
     )
     tweets.add_argument(
-        "--count", type=int, metavar="N", default=100_000, help="tweets to generate"
+        "--count", type=arg_types.count, metavar="N", default=100_000, help="tweets to generate"
     )
     tweets.add_argument("--from-jsonl", type=Path, metavar="FILE", help="replay a JSON-lines file")
     tweets.add_argument(
-        "--rate", type=float, metavar="R", help="cap in tweets/s of wall time (default: no cap)"
+        "--rate",
+        type=arg_types.positive_float,
+        metavar="R",
+        help="cap in tweets/s of wall time (default: no cap)",
     )
     tweets.add_argument("--seed", type=int, metavar="S", default=1, help="random seed")
     tweets.add_argument(
@@ -59,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     tweets.add_argument(
         "--events-per-second",
-        type=float,
+        type=arg_types.positive_float,
         metavar="E",
         default=1000.0,
         help="event-time rate",
@@ -71,9 +79,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DURATION",
         help="max out-of-order delay",
     )
-    tweets.add_argument("--vocabulary", type=int, metavar="V", default=50_000, help="hashtags")
-    tweets.add_argument("--zipf-s", type=float, metavar="S", default=1.1, help="Zipf exponent")
-    tweets.add_argument("--users", type=int, metavar="U", default=100_000, help="distinct users")
+    tweets.add_argument(
+        "--vocabulary", type=arg_types.positive_int, metavar="V", default=50_000, help="hashtags"
+    )
+    tweets.add_argument(
+        "--zipf-s", type=arg_types.positive_float, metavar="S", default=1.1, help="Zipf exponent"
+    )
+    tweets.add_argument(
+        "--users", type=arg_types.positive_int, metavar="U", default=100_000, help="distinct users"
+    )
     tweets.add_argument(
         "--burst-every",
         type=duration_ms,
@@ -89,7 +103,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="of event time",
     )
     tweets.add_argument(
-        "--burst-share", type=float, metavar="F", default=0.3, help="of tags in a burst"
+        "--burst-share", type=arg_types.share, metavar="F", default=0.3, help="of tags in a burst"
     )
     _add_common_arguments(tweets)
     tweets.set_defaults(handler=run_tweets)
@@ -117,7 +131,9 @@ def _register_readings(kinds: argparse._SubParsersAction[argparse.ArgumentParser
         help="synthetic sensor readings (the SensorQuery Beacon) or --from-jsonl",
         fields="sensor_id, x, y, value, ts",
     )
-    readings.add_argument("--sensors", type=int, metavar="K", default=100, help="sensor ids 0..K-1")
+    readings.add_argument(
+        "--sensors", type=arg_types.positive_int, metavar="K", default=100, help="sensor ids 0..K-1"
+    )
     readings.set_defaults(handler=run_readings)
 
 
@@ -128,7 +144,13 @@ def _register_queries(kinds: argparse._SubParsersAction[argparse.ArgumentParser]
         help="synthetic sensor queries (ids 0, 1, 2, ...) or --from-jsonl",
         fields="query_id, x, y, distance, ts",
     )
-    queries.add_argument("--distance", type=float, metavar="D", default=0.05, help="of every query")
+    queries.add_argument(
+        "--distance",
+        type=arg_types.non_negative_float,
+        metavar="D",
+        default=0.05,
+        help="of every query",
+    )
     queries.set_defaults(handler=run_queries)
 
 
@@ -147,14 +169,21 @@ def _sensor_parser(
     )
     parser.add_argument("--topic", default=topic, metavar="TOPIC", help="target topic")
     parser.add_argument(
-        "--partitions", type=int, metavar="P", default=4, help="when creating the topic"
+        "--partitions",
+        type=arg_types.positive_int,
+        metavar="P",
+        default=4,
+        help="when creating the topic",
     )
     parser.add_argument(
-        "--count", type=int, metavar="N", default=10_000, help=f"{kind} to generate"
+        "--count", type=arg_types.count, metavar="N", default=10_000, help=f"{kind} to generate"
     )
     parser.add_argument("--from-jsonl", type=Path, metavar="FILE", help="replay a JSON-lines file")
     parser.add_argument(
-        "--rate", type=float, metavar="R", help=f"cap in {kind}/s of wall time (default: no cap)"
+        "--rate",
+        type=arg_types.positive_float,
+        metavar="R",
+        help=f"cap in {kind}/s of wall time (default: no cap)",
     )
     parser.add_argument("--seed", type=int, metavar="S", default=1, help="random seed")
     parser.add_argument(
@@ -162,7 +191,7 @@ def _sensor_parser(
     )
     parser.add_argument(
         "--events-per-second",
-        type=float,
+        type=arg_types.positive_float,
         metavar="E",
         default=1000.0,
         help="event-time rate",
@@ -185,13 +214,20 @@ def _register_events(kinds: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     events.add_argument("--topic", default="interval-events", metavar="TOPIC", help="target topic")
     events.add_argument(
-        "--partitions", type=int, metavar="P", default=4, help="when creating the topic"
+        "--partitions",
+        type=arg_types.positive_int,
+        metavar="P",
+        default=4,
+        help="when creating the topic",
     )
     events.add_argument(
         "--from-jsonl", type=Path, metavar="FILE", required=True, help="the replay file to load"
     )
     events.add_argument(
-        "--rate", type=float, metavar="R", help="cap in messages/s of wall time (default: no cap)"
+        "--rate",
+        type=arg_types.positive_float,
+        metavar="R",
+        help="cap in messages/s of wall time (default: no cap)",
     )
     _add_common_arguments(events)
     events.set_defaults(handler=run_events)

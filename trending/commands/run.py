@@ -15,6 +15,7 @@ from connectors.kafka import (
 )
 from connectors.kafka_settings import spark_options
 from connectors.transactions import TXN_STEP_TIMEOUT_S
+from trending import arg_types
 from trending.commands import DefaultsHelpFormatter, duration_ms
 from trending.durations import parse_optional_duration_ms
 from trending.errors import UserError
@@ -107,7 +108,9 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
     window.add_argument("--size", type=_positive_duration, default="5m", help="window size")
     window.add_argument("--hop", type=_positive_duration, default="1m", help="window hop (slide)")
     window.add_argument("--align", type=duration_arg, default="0s", help="window alignment a")
-    window.add_argument("--top", type=int, default=10, help="k: hashtags per top-k record")
+    window.add_argument(
+        "--top", type=arg_types.positive_int, default=10, help="k: hashtags per top-k record"
+    )
     window.add_argument(
         "--lateness",
         type=duration_arg,
@@ -179,9 +182,14 @@ def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
         formatter_class=DefaultsHelpFormatter,
     )
     window = parser.add_argument_group("window")
-    window.add_argument("--size", type=int, default=100, help="N: readings in the window")
     window.add_argument(
-        "--threshold", type=int, default=3, help="matches that make an evicted reading popular"
+        "--size", type=arg_types.positive_int, default=100, help="N: readings in the window"
+    )
+    window.add_argument(
+        "--threshold",
+        type=arg_types.positive_int,
+        default=3,
+        help="matches that make an evicted reading popular",
     )
     window.add_argument(
         "--lateness", type=duration_arg, default="5s", help="allowed lateness behind max event time"
@@ -194,7 +202,7 @@ def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     window.add_argument(
         "--cell-size",
-        type=float,
+        type=arg_types.positive_float,
         default=0.05,
         help="side of the grid cells that index the window; about the queries' typical distance",
     )
@@ -309,7 +317,9 @@ def _add_spark_arguments(
 ) -> None:
     """The output-topic, Kafka, Spark, event-time and metrics arguments every job takes."""
     _add_clock_arguments(parser)
-    topics.add_argument("--partitions", type=int, default=4, help="partitions of created topics")
+    topics.add_argument(
+        "--partitions", type=arg_types.positive_int, default=4, help="partitions of created topics"
+    )
     topics.add_argument(
         "--schema-registry-url",
         default=None,
@@ -321,6 +331,7 @@ def _add_spark_arguments(
     spark = parser.add_argument_group("spark")
     spark.add_argument(
         "--master",
+        type=arg_types.master,
         default=None,
         help="Spark master (default: SPARK_MASTER, else the one spark-submit or "
         "spark-defaults.conf set, else local[*]); under spark-submit, spark-submit's own",
@@ -357,7 +368,7 @@ def _add_spark_arguments(
     )
     spark.add_argument(
         "--shuffle-partitions",
-        type=int,
+        type=arg_types.positive_int,
         default=None,
         help="spark.sql.shuffle.partitions: the state's partitions, fixed for the checkpoint's "
         "lifetime (default: the cluster's total executor cores)",
