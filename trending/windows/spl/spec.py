@@ -14,6 +14,7 @@ Form (times in seconds, as SPL writes them)::
      "empty_window_events": true}          # false: a time trigger/flush skips empty windows
 
     POLICY  = {"count": N} | {"delta": {"attribute": A, "size": S}} | {"time": SECONDS}
+              (SECONDS: a number, or a duration such as "500ms", "30s", "10 seconds")
               | "punct" | {"punct": true}
     SUMMARY = "count" | {"sum": A} | {"min": A} | {"max": A} | {"mean": A}
               | {"top_k": {"attribute": A, "k": K}}
@@ -29,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trending.durations import parse_duration_ms
 from trending.windows.spl import summarizers as summ
 from trending.windows.spl.events import InputError, PartitionKey, Record
 from trending.windows.spl.partitioned import (
@@ -280,9 +282,20 @@ def _natural_int(raw: object, path: str) -> int:
 
 
 def _positive_ms(raw: object, path: str) -> int:
-    """Seconds -> milliseconds, at least 1 ms and a whole number of ms."""
+    """Seconds (a number) or a duration (``"500ms"``, ``"30s"``, ``"10 seconds"``) ->
+    milliseconds, at least 1 ms and a whole number of ms."""
+    if isinstance(raw, str):
+        try:
+            millis = parse_duration_ms(raw)
+        except ValueError as error:
+            raise SpecError(f"{path}: {error}") from None
+        if millis < 1:
+            raise SpecError(f"{path}: must be at least 1 ms, got {raw!r}")
+        return millis
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 < raw < 1e12:
-        raise SpecError(f"{path}: must be a positive number of seconds, got {raw!r}")
+        raise SpecError(
+            f"{path}: must be a positive number of seconds or a duration, got {raw!r}"
+        )
     try:
         millis = seconds_to_ms(raw)
     except ValueError as error:
