@@ -293,9 +293,7 @@ def _positive_ms(raw: object, path: str) -> int:
             raise SpecError(f"{path}: must be at least 1 ms, got {raw!r}")
         return millis
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 < raw < 1e12:
-        raise SpecError(
-            f"{path}: must be a positive number of seconds or a duration, got {raw!r}"
-        )
+        raise SpecError(f"{path}: must be a positive number of seconds or a duration, got {raw!r}")
     try:
         millis = seconds_to_ms(raw)
     except ValueError as error:
