@@ -24,6 +24,7 @@ from trending.config import (
     subcommands,
 )
 from trending.errors import UserError
+from trending.status import say, use_formatter
 
 LOG_FORMATS = ("text", "json")
 # Each module registers its own sub-command(s) with ``register(subparsers)``.
@@ -181,10 +182,12 @@ def configure_logging(log_format: str, job: str, stream: TextIO | None = None) -
     root = logging.getLogger()
     while _installed:
         root.removeHandler(_installed.pop())
+    use_formatter(None)
     if log_format != "json":
         return
     handler = logging.StreamHandler(sys.stderr if stream is None else stream)
     handler.setFormatter(JsonLogFormatter(job))
+    use_formatter(handler.formatter, stream)  # the status lines (trending.status) too
     root.addHandler(handler)
     _installed.append(handler)
     if root.level == logging.NOTSET or root.level > logging.WARNING:
@@ -195,7 +198,7 @@ def configure_logging(log_format: str, job: str, stream: TextIO | None = None) -
 def _report(error: UserError) -> int:
     """Print ``error`` (each problem of a configuration file on its own line); exit code 2."""
     for problem in error.problems if isinstance(error, ConfigError) else [str(error)]:
-        print(f"trending: error: {problem}", file=sys.stderr)
+        say(f"error: {problem}", logging.ERROR)
     return 2
 
 

@@ -120,3 +120,23 @@ def test_a_bad_or_misspelt_log_format_in_the_file_is_one_line(tmp_path: Path) ->
         with pytest.raises(ConfigError) as error:
             configure(build_parser(), ["--config", str(path), "run", "hashtags"], {})
         assert [p.split(", top level, ")[1] for p in error.value.problems] == [expected]
+
+
+def test_status_lines_are_json_objects_too(stream: io.StringIO) -> None:
+    from trending.status import say
+
+    say("hashtags job running: tweets -> trending")
+    say("error: no broker", logging.ERROR)
+    first, second = entries(stream)
+    assert set(first) == KEYS and set(second) == KEYS
+    assert first["message"] == "hashtags job running: tweets -> trending"
+    assert first["level"] == "INFO" and first["job"] == "run hashtags"
+    assert second["level"] == "ERROR" and second["message"] == "error: no broker"
+
+
+def test_status_lines_are_plain_text_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    from trending.status import say
+
+    configure_logging("text", "")
+    say("sensors job stopped: no new micro-batches")
+    assert capsys.readouterr().err == "trending: sensors job stopped: no new micro-batches\n"

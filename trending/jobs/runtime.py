@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from trending.errors import UserError
 from trending.jobs.startup import StartupClock, phase
+from trending.status import say
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -125,7 +126,7 @@ class Lifecycle(Generic[C]):
             started: Started | None = job.start(
                 spark, config, monitoring.attach if monitoring else None
             )
-            print(f"trending: {job.name} job {startup.ready_line()}", file=sys.stderr)
+            say(f"{job.name} job {startup.ready_line()}")
         banner, runs = job.describe(config), 0
         processor: Processor | None = None
         try:
@@ -169,11 +170,10 @@ def run_again_on_worker_timeout(job: str, run: Callable[[], int]) -> int:
         except UserError as error:
             if PYTHON_WORKER_TIMEOUT not in str(error) or attempt == JOB_ATTEMPTS:
                 raise
-            print(
-                f"trending: {job} job: {error}: Spark gives that worker a fixed 10 s, which a "
+            say(
+                f"{job} job: {error}: Spark gives that worker a fixed 10 s, which a "
                 f"busy machine can miss; starting again from the checkpoint (run {attempt + 1} "
-                f"of {JOB_ATTEMPTS})",
-                file=sys.stderr,
+                f"of {JOB_ATTEMPTS})"
             )
     raise AssertionError("unreachable")
 
@@ -207,7 +207,7 @@ def serve(
     failed."""
     if monitoring is not None:
         monitoring.watch(query)
-    print(f"trending: {job.name} job running: {banner}", file=sys.stderr)
+    say(f"{job.name} job running: {banner}")
     stop, hurry = threading.Event(), threading.Event()
     shutdown_timeout_s = processor.config.shutdown_timeout_s
 
@@ -215,13 +215,12 @@ def serve(
         # py4j is not reentrant: the loop below stops the query, not the handler
         if stop.is_set():
             hurry.set()
-            print(f"trending: signal {signum} again: stopping now", file=sys.stderr)
+            say(f"signal {signum} again: stopping now")
             return
         stop.set()
-        print(
-            f"trending: stopping on signal {signum}: the micro-batch in progress finishes "
-            f"first (at most {shutdown_timeout_s:g} s) ...",
-            file=sys.stderr,
+        say(
+            f"stopping on signal {signum}: the micro-batch in progress finishes "
+            f"first (at most {shutdown_timeout_s:g} s) ..."
         )
 
     signal.signal(signal.SIGTERM, on_signal)
@@ -237,10 +236,7 @@ def serve(
         if startup is not None and processor.history:
             first = processor.history[0]
             done = first.started_at + first.seconds
-            print(
-                f"trending: {job.name} job {startup.first_batch_line(done, first.seconds)}",
-                file=sys.stderr,
-            )
+            say(f"{job.name} job {startup.first_batch_line(done, first.seconds)}")
             startup = None
     if idle is not None:
         idle.close()
@@ -249,7 +245,7 @@ def serve(
     elif processor.lease_lost is not None:
         query.stop()
     exception = query.exception()
-    print(f"trending: {job.name} job stopped: {job.summarize(processor.history)}", file=sys.stderr)
+    say(f"{job.name} job stopped: {job.summarize(processor.history)}")
     if processor.lease_lost is not None:
         raise processor.lease_lost
     if exception is not None and not stop.is_set():
@@ -290,9 +286,7 @@ def stop_between_batches(
     short publishes nothing and is done again on the next start."""
     done = len(processor.history)
     if processor.running is not None:
-        print(
-            f"trending: waiting for micro-batch {processor.running} to commit ...", file=sys.stderr
-        )
+        say(f"waiting for micro-batch {processor.running} to commit ...")
     deadline = time.monotonic() + timeout_s
     while query.isActive and not hurry.is_set() and time.monotonic() < deadline:
         if len(processor.history) > done or not _trigger_active(query):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from connectors.jvm import JARS_ENV, java_executable
 from connectors.kafka_settings import carries_secret
 from trending.spark import deps
+from trending.status import say
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -162,11 +163,10 @@ def start_jvm_resolving(settings: Mapping[str, str], chosen: Mapping[str, str]) 
     wanted = [p for p in settings.get(deps.PACKAGES_CONF, "").split(",") if p]
     fetching = deps.uncached(wanted, chosen)
     if fetching:
-        print(
-            f"trending: fetching {', '.join(fetching)} with Spark's resolver into "
+        say(
+            f"fetching {', '.join(fetching)} with Spark's resolver into "
             f"{deps.ivy_cache(chosen)} (once; spark.jars.ivySettings for a mirror, "
-            f"{JARS_ENV} for a folder of jars)",
-            file=sys.stderr,
+            f"{JARS_ENV} for a folder of jars)"
         )
     try:
         start_jvm(settings)
