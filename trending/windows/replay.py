@@ -16,14 +16,16 @@ streams is the ``trending windows replay`` command's.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from trending.windows.spl.events import InputError
 from trending.windows.spl.policies import seconds_to_ms
-from trending.windows.spl.spec import WindowSpec, parse_spec
+from trending.windows.spl.spec import SpecError, WindowSpec, parse_spec
 from trending.windows.spl.window import Advance, Input, Insert, Punctuation, WindowLogic
+from trending.windows.temporal.spec import KINDS as TEMPORAL_KINDS
 from trending.windows.temporal.spec import is_temporal_spec, parse_temporal_spec
 from trending.windows.temporal_replay import ReplayError, replay_temporal
 
@@ -45,8 +47,27 @@ def replay(
     """
     if is_temporal_spec(spec):
         return replay_temporal(parse_temporal_spec(spec), lines, warn)
+    check_kind(spec)
     parsed = parse_spec(spec)
     return _replay(parsed, parsed.build(), lines)
+
+
+SPL_KINDS = ("tumbling", "sliding")
+
+
+def check_kind(spec: object) -> None:
+    """:class:`SpecError` naming every kind of window, SPL and temporal, when ``spec``'s kind is
+    none of them (with the nearest one)."""
+    kind = spec.get("kind") if isinstance(spec, Mapping) else None
+    kinds = [*SPL_KINDS, *(k for k in TEMPORAL_KINDS if k not in SPL_KINDS)]
+    if kind in kinds:
+        return
+    near = difflib.get_close_matches(str(kind), kinds, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    raise SpecError(
+        f"kind: must be one of {', '.join(kinds)} (SPL: tumbling, sliding; temporal: the "
+        f"others, and tumbling with a duration), got {kind!r}{hint}"
+    )
 
 
 def _replay(spec: WindowSpec, window: WindowLogic, lines: Iterable[str]) -> Iterator[str]:

@@ -75,7 +75,17 @@ _ATTRIBUTE_SUMMARIES: dict[str, Callable[[str], Summarizer]] = {
 
 
 class SpecError(ValueError):
-    """A window spec that cannot be used; the message names the offending field."""
+    """A window spec that cannot be used; the message names the offending field, or each of
+    several (``problems``, joined by ``; ``)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems if problems is not None else [message]
+
+    @classmethod
+    def of(cls, problems: list[str]) -> SpecError:
+        """One error for all of ``problems``."""
+        return cls("; ".join(problems), problems)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ negative (``"-1s"``). A temporal tumbling spec has a ``duration``; an SPL tumbli
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -58,41 +59,81 @@ def is_temporal_spec(raw: object) -> bool:
 
 
 def parse_temporal_spec(raw: object) -> TemporalQuery:
-    """Validate ``raw`` and build its :class:`TemporalQuery`; :class:`SpecError` if it is bad."""
+    """Validate ``raw`` and build its :class:`TemporalQuery`; :class:`SpecError` if it is bad,
+    naming every problem found (``; ``-separated), not only the first."""
     spec = _mapping(raw, "spec")
     kind = spec.get("kind")
     if kind not in _FIELDS:
-        raise SpecError(f"kind: must be one of {', '.join(KINDS)}, got {kind!r}")
+        near = difflib.get_close_matches(str(kind), KINDS, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise SpecError(f"kind: must be one of {', '.join(KINDS)}, got {kind!r}{hint}")
+    problems: list[str] = []
+
+    def checked(build: Callable[[], T]) -> T | None:
+        try:
+            return build()
+        except SpecError as error:
+            problems.append(str(error))
+            return None
+
     if kind == "tumbling" and "evict" in spec:
-        raise SpecError("evict: an SPL tumbling window; a temporal one has a duration, not both")
-    unknown = sorted(set(spec) - _FIELDS[kind])
-    if unknown:
-        raise SpecError(f"spec: unknown field {unknown[0]!r} for a {kind} window")
+        problems.append("evict: an SPL tumbling window; a temporal one has a duration, not both")
+    for name in sorted(set(spec) - _FIELDS[kind] - {"evict"}):
+        near = difflib.get_close_matches(name, sorted(_FIELDS[kind]), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        problems.append(f"spec: unknown field {name!r} for a {kind} window{hint}")
+    window: TemporalWindow | None
     if kind == "alter":
-        alteration = _alteration(spec, "")
-        window: TemporalWindow = AlteredEvents()
+        alteration = checked(lambda: _alteration(spec, ""))
+        window = AlteredEvents()
     else:
-        alteration = _alteration(_mapping(spec.get("alter", {}), "alter"), "alter.")
-        window = _window(kind, spec)
-    return TemporalQuery(window, alteration, _violation(spec.get("violation", "fail")))
+        alteration = checked(
+            lambda: _alteration(_mapping(spec.get("alter", {}), "alter"), "alter.")
+        )
+        window = _window(kind, spec, checked)
+    violation = checked(lambda: _violation(spec.get("violation", "fail")))
+    if problems:
+        raise SpecError.of(problems)
+    assert window is not None and alteration is not None and violation is not None
+    return TemporalQuery(window, alteration, violation)
 
 
-def _window(kind: str, spec: Mapping[str, Any]) -> TemporalWindow:
-    aggregate = _aggregate(_required(spec, "aggregate"))
+def _window(
+    kind: str, spec: Mapping[str, Any], checked: Callable[[Callable[[], Any]], Any]
+) -> TemporalWindow | None:
+    """The window of ``spec``, each field's problem noted through ``checked`` (None then)."""
+    aggregate = checked(lambda: _aggregate(_required(spec, "aggregate")))
     if kind == "snapshot":
-        return SnapshotWindow(aggregate)
+        return None if aggregate is None else SnapshotWindow(aggregate)
     if kind == "count":
-        return CountWindow(_positive_int(_required(spec, "n"), "n"), aggregate)
-    duration = _duration(_required(spec, "duration"), "duration")
-    hop = _duration(_required(spec, "hop"), "hop") if kind == "hopping" else duration
-    alignment = _time(spec.get("alignment", 0), "alignment")
-    geometry = _checked(lambda: HoppingGeometry(duration, hop, alignment), "duration")
+        n = checked(lambda: _positive_int(_required(spec, "n"), "n"))
+        return None if aggregate is None or n is None else CountWindow(n, aggregate)
+    duration = checked(lambda: _duration(_required(spec, "duration"), "duration"))
+    hop = duration
+    if kind == "hopping":
+        hop = checked(lambda: _duration(_required(spec, "hop"), "hop"))
+    alignment = checked(lambda: _time(spec.get("alignment", 0), "alignment"))
     snap = spec.get("snap", False)
     if not isinstance(snap, bool):
-        raise SpecError(f"snap: must be true or false, got {snap!r}")
+        checked(lambda: _fail(f"snap: must be true or false, got {snap!r}"))
+        return None
+    if aggregate is None or duration is None or hop is None or alignment is None:
+        return None
+    geometry: HoppingGeometry | None = checked(
+        lambda: _checked(lambda: HoppingGeometry(duration, hop, alignment), "duration")
+    )
+    if geometry is None:
+        return None
     if snap:
-        return _checked(lambda: SnapshotWindow(aggregate, snap=geometry), "aggregate")
+        snapped: SnapshotWindow | None = checked(
+            lambda: _checked(lambda: SnapshotWindow(aggregate, snap=geometry), "aggregate")
+        )
+        return snapped
     return HoppingWindow(geometry, aggregate)
+
+
+def _fail(message: str) -> None:
+    raise SpecError(message)
 
 
 def _alteration(spec: Mapping[str, Any], path: str) -> Alteration:

@@ -124,6 +124,27 @@ def test_spec_errors_name_the_field(spec: dict[str, Any], message: str) -> None:
         parse_temporal_spec(spec)
 
 
+def test_every_problem_of_a_spec_is_reported_at_once() -> None:
+    spec = {"kind": "hopping", "duration": "5x", "hop": "-2s", "aggregate": "bogus", "sise": 1,
+            "violation": "ignore", "alter": {"shift": "soon"}}  # fmt: skip
+    with pytest.raises(SpecError) as raised:
+        parse_temporal_spec(spec)
+    problems = raised.value.problems
+    assert str(raised.value) == "; ".join(problems)
+    assert [p.split(":")[0] for p in problems] == [
+        "spec", "alter.shift", "aggregate", "duration", "hop", "violation"
+    ]  # fmt: skip
+    assert "unknown field 'sise'" in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("kind", "near"), [("hoping", "hopping"), ("tumbing", "tumbling"), ("snapshots", "snapshot")]
+)
+def test_an_unknown_kind_names_every_kind_and_the_nearest(kind: str, near: str) -> None:
+    with pytest.raises(SpecError, match=rf"sliding, hopping.*did you mean '{near}'\?"):
+        list(replay({"kind": kind, "aggregate": "sum"}, []))
+
+
 def test_alter_inside_a_window_spec() -> None:
     spec = {"kind": "snapshot", "aggregate": "count", "alter": {"shift": "-1s", "duration": "2s"}}
     assert short(run(spec, {"start": 5000, "end": 5001})) == [(4, 6, None, 1)]
