@@ -117,16 +117,37 @@ def parse_spec(raw: object, selector: Selector | None = None) -> WindowSpec:
     kind = spec.get("kind")
     if not isinstance(kind, str) or kind not in _FIELDS:
         raise SpecError(f"kind: must be 'tumbling' or 'sliding', got {kind!r}")
-    _no_unknown(spec, _FIELDS[kind], "spec", f"a {kind} window")
-    partition_by = _partition_by(spec.get("partition_by"))
-    eviction = _partition_eviction(spec.get("partition_eviction"), partition_by, selector)
-    evict = _policy(_required(spec, "evict"), "evict")
-    empty = _flag(spec, "empty_window_events")
-    if kind == "sliding":
-        trigger = _policy(spec.get("trigger", {"count": 1}), "trigger")
+    problems: list[str] = []
+    failed = object()
+
+    def checked(build: Callable[[], Any]) -> Any:
+        try:
+            return build()
+        except SpecError as error:
+            problems.extend(error.problems)
+            return failed
+
+    checked(lambda: _no_unknown(spec, _FIELDS[kind], "spec", f"a {kind} window"))
+    partition_by = checked(lambda: _partition_by(spec.get("partition_by")))
+    eviction = None
+    if partition_by is not failed:
+        eviction = checked(
+            lambda: _partition_eviction(spec.get("partition_eviction"), partition_by, selector)
+        )
+    evict = checked(lambda: _policy(_required(spec, "evict"), "evict"))
+    empty = checked(lambda: _flag(spec, "empty_window_events"))
+    sliding = kind == "sliding"  # the fields of the other kind are unknown fields above
+    trigger = checked(
+        lambda: _policy(spec.get("trigger", {"count": 1}), "trigger") if sliding else None
+    )
+    keep = checked(lambda: None if sliding else _flag(spec, "keep_tuples"))
+    summaries = checked(lambda: None if sliding else _summaries(spec.get("summaries", {})))
+    if problems:
+        raise SpecError.of(problems)
+    if sliding:
         window: TumblingWindow | SlidingWindow = _sliding(evict, trigger, eviction, empty)
     else:
-        window = _tumbling(spec, evict, eviction, empty)
+        window = TumblingWindow(evict, eviction, summaries, keep, empty)
     return WindowSpec(window, partition_by)
 
 
@@ -140,14 +161,6 @@ def _sliding(
                 "(only tumbling windows can)"
             )
     return SlidingWindow(evict, trigger, eviction, empty)
-
-
-def _tumbling(
-    spec: Mapping[str, Any], evict: Policy, eviction: PartitionEviction | None, empty: bool
-) -> TumblingWindow:
-    keep = _flag(spec, "keep_tuples")
-    summaries = _summaries(spec.get("summaries", {}))
-    return TumblingWindow(evict, eviction, summaries, keep, empty)
 
 
 def _flag(spec: Mapping[str, Any], name: str) -> bool:

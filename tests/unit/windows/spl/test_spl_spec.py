@@ -292,3 +292,14 @@ def test_times_take_the_command_line_s_durations_as_well_as_seconds(written: str
 def test_a_bad_duration_in_a_spec_names_its_field(written: str) -> None:
     with pytest.raises(SpecError, match=r"^evict\.time: "):
         parse_spec({"kind": "tumbling", "evict": {"time": written}})
+
+
+def test_every_problem_of_a_spec_is_reported_at_once() -> None:
+    spec = {"kind": "sliding", "evict": {"count": 0}, "trigger": {"time": "5x"},
+            "partition_eviction": {"count": 2}, "empty_window_events": "no", "sise": 3}  # fmt: skip
+    with pytest.raises(SpecError) as raised:
+        parse_spec(spec)
+    assert [p.split(":")[0] for p in raised.value.problems] == [
+        "spec", "partition_eviction", "evict.count", "empty_window_events", "trigger.time"
+    ]  # fmt: skip
+    assert str(raised.value) == "; ".join(raised.value.problems)
