@@ -122,3 +122,21 @@ class Parser(argparse.ArgumentParser):
         """One line, ``trending run hashtags: error: MESSAGE``, and exit code 2 (argparse prints
         the usage too; ``--help`` shows it)."""
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def require_kafka(bootstrap: str, kafka_options: dict[str, str], timeout_s: float = 20) -> None:
+    """Wait (up to ``timeout_s``) for a broker at ``bootstrap`` to answer, else one line saying
+    how to get one, before any Kafka client of the command is made (so no client logs its
+    failed connection attempts meanwhile)."""
+    from connectors.kafka import CredentialsRefused, wait_for_kafka
+    from trending.errors import UserError
+
+    try:
+        wait_for_kafka(bootstrap, timeout=timeout_s, extra=kafka_options)
+    except CredentialsRefused:
+        raise
+    except UserError as error:
+        raise UserError(
+            f"{error}: start one with `trending broker` or point --bootstrap-servers "
+            "(or KAFKA_BOOTSTRAP_SERVERS) at your cluster"
+        ) from error

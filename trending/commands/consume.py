@@ -22,7 +22,7 @@ from connectors.avro import (
 )
 from connectors.kafka import add_kafka_arguments, consumer, kafka_from_args
 from trending import arg_types
-from trending.commands import duration_s
+from trending.commands import duration_s, require_kafka
 from trending.errors import UserError
 from trending.metrics import add_metrics_arguments, serve_metrics
 
@@ -66,6 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     bootstrap, extra = kafka_from_args(args)
+    require_kafka(bootstrap, extra)
     schema = args.schema or schema_for_topic(args.topic)
     registry = resolve_registry_url(args.schema_registry_url)
     codec = AvroCodec(schema, registry, subject=f"{args.topic}-value")

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from connectors.avro import REGISTRY_ENV, resolve_registry_url
 from connectors.kafka import DeliveryError, add_kafka_arguments, kafka_from_args
 from trending import arg_types
-from trending.commands import duration_ms
+from trending.commands import duration_ms, require_kafka
 from trending.errors import UserError
 from trending.generate import generate_tweets, produce_tweets, read_jsonl
 from trending.metrics import MetricsServer, add_metrics_arguments, serve_metrics
@@ -289,6 +289,7 @@ def _produce(
     function) under a progress bar and metrics; print the summary line (and the bad lines of a
     replay) unless ``--quiet``."""
     (bootstrap, extra), (records, total) = kafka, source
+    require_kafka(bootstrap, extra)
     metrics, server = serve_metrics("produce", args.metrics_host, args.metrics_port)
     metrics.add_topics(written=[args.topic])
     started = time.monotonic()

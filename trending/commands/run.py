@@ -7,16 +7,14 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from connectors.kafka import (
-    CredentialsRefused,
     add_kafka_arguments,
     kafka_from_args,
     parse_kafka_options,
-    wait_for_kafka,
 )
 from connectors.kafka_settings import spark_options
 from connectors.transactions import TXN_STEP_TIMEOUT_S
 from trending import arg_types
-from trending.commands import DefaultsHelpFormatter, duration_ms
+from trending.commands import DefaultsHelpFormatter, duration_ms, require_kafka
 from trending.durations import parse_optional_duration_ms
 from trending.errors import UserError
 from trending.jobs.batching import RECORDS_PER_TRIGGER_SECOND
@@ -511,15 +509,7 @@ def _job_settings(
 
 
 def _wait_for_kafka(bootstrap: str, kafka_options: dict[str, str]) -> None:
-    try:
-        wait_for_kafka(bootstrap, timeout=20, extra=kafka_options)
-    except CredentialsRefused:
-        raise
-    except UserError as error:
-        raise UserError(
-            f"{error}: start one with `trending broker` or point --bootstrap-servers "
-            "(or KAFKA_BOOTSTRAP_SERVERS) at your cluster"
-        ) from error
+    require_kafka(bootstrap, kafka_options)
 
 
 def _tweet_bounds(args: argparse.Namespace) -> TweetBounds:

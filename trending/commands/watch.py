@@ -41,7 +41,7 @@ from connectors.avro import (
 )
 from connectors.kafka import add_kafka_arguments, consumer, kafka_from_args
 from connectors.kafka_settings import mask_url
-from trending.commands import duration_s
+from trending.commands import duration_s, require_kafka
 from trending.errors import UserError
 from trending.view import (
     Board,
@@ -349,6 +349,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     topic = args.topic
     kind = kind_for_topic(topic) if args.kind == "auto" else args.kind
     bootstrap, extra = kafka_from_args(args)
+    require_kafka(bootstrap, extra)
     registry = resolve_registry_url(args.schema_registry_url)
     codecs = {
         k: AvroCodec(schema, registry, subject=f"{topic}-value") for k, schema in KINDS.items()
