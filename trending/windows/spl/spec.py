@@ -307,20 +307,17 @@ def _natural_int(raw: object, path: str) -> int:
 def _positive_ms(raw: object, path: str) -> int:
     """Seconds (a number) or a duration (``"500ms"``, ``"30s"``, ``"10 seconds"``) ->
     milliseconds, at least 1 ms and a whole number of ms."""
-    if isinstance(raw, str):
-        try:
-            millis = parse_duration_ms(raw)
-        except ValueError as error:
-            raise SpecError(f"{path}: {error}") from None
-        if millis < 1:
-            raise SpecError(f"{path}: must be at least 1 ms, got {raw!r}")
-        return millis
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 < raw < 1e12:
-        raise SpecError(f"{path}: must be a positive number of seconds or a duration, got {raw!r}")
     try:
-        millis = seconds_to_ms(raw)
+        if isinstance(raw, str):
+            millis, unit = parse_duration_ms(raw), ""
+        elif isinstance(raw, int | float) and not isinstance(raw, bool) and 0 < raw < 1e12:
+            millis, unit = seconds_to_ms(raw), " s"
+        else:
+            millis, unit = -1, ""
     except ValueError as error:
-        raise SpecError(f"{path}: {error}") from error
+        raise SpecError(f"{path}: {error}") from None
+    if millis < 0:
+        raise SpecError(f"{path}: must be a positive number of seconds or a duration, got {raw!r}")
     if millis < 1:
-        raise SpecError(f"{path}: must be at least 1 ms, got {raw!r} s")
+        raise SpecError(f"{path}: must be at least 1 ms, got {raw!r}{unit}")
     return millis
