@@ -12,11 +12,11 @@ its watermark by the wall-clock time that passed since the input last moved, and
 
 The advance is a record on the job's own control topic (``{"watermark_ms": W'}``, or for the
 windows job the CTI at ``W'`` its control topic already carries), which the job reads with its
-input: the watermark becomes at
-least ``W'`` in the micro-batch that reads it, so windows close and their finals are published
-in that batch's transaction, exactly once, and a replayed batch reads the same records. An
-event that arrives later behind ``W'`` is late, as for any watermark (the price of closing
-windows on a quiet stream; choose ``D`` longer than the pauses of a healthy input).
+input: the watermark becomes at least ``W'`` in the micro-batch that reads it, so windows close
+and their finals are published in that batch's transaction, exactly once, and a replayed batch
+reads the same records. An event that arrives later behind ``W'`` is late, as for any watermark
+(the price of closing windows on a quiet stream; choose ``D`` longer than the pauses of a
+healthy input).
 A restarted job counts the silence from its start.
 """
 
@@ -62,7 +62,6 @@ class IdleAdvance:
         self.since = clock()  # t0
         self.base: int | None = None  # W0
         self.last: float | None = None  # when the last advance was written
-        self.written = 0
 
     def check(self) -> int | None:
         """Write an advance when one is due; the watermark it asks for, else None."""
@@ -86,7 +85,6 @@ class IdleAdvance:
         target = self.base + silent_ms
         self.advance(target)
         self.last = now
-        self.written += 1
         return target
 
 
