@@ -7,7 +7,13 @@ For each window size N in ``--sizes`` (100, 10^4, 10^6) and each master (``local
    fill the window; the job runs them with ``--available-now`` in batches of
    ``--max-offsets-per-trigger``: readings/s from the first batch to the last commit;
 2. **queries**: then ``--queries`` queries (event times after the readings) are produced and the
-   job runs again on the same checkpoint: queries/s, and the cost per query in microseconds.
+   job runs again on the same checkpoint: queries/s, and the cost per query in microseconds;
+3. **peer**: then ``bench/sensors_peer.py``, a plain confluent-kafka Python loop (one process,
+   single-threaded) with the same rules, size, threshold, lateness and cells, reads the same two
+   topics from the beginning to the ends it finds (its own output topics): its readings/s (up
+   to its first query applied) and queries/s (from then to its last record written) are
+   reported beside the job's, and its counts of readings, queries, matches and popular readings
+   must equal the job's (a ``MISMATCH`` line says which do not).
 
 The query distance shrinks with N, ``d = sqrt(m / (pi N))``, so that a query matches ``m`` =
 ``--matches`` readings on average at every N (its output does not grow with N), and the grid's
@@ -42,6 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 START_MS = 1_700_000_000_000
 EVENTS_PER_SECOND = 100_000.0
 LATENESS_MS = 200  # 20,000 readings of event time: covers the batches' split over partitions
+THRESHOLD = 3  # matches that make an evicted reading popular (the job's default)
+COUNTED = ("readings", "queries", "matches", "popular")  # must be the same for the peer
 
 
 def distance_for(size: int, matches: float) -> float:
@@ -81,7 +89,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
             readings_topic=args.topic, queries_topic=queries,
             matches_topic=f"bench-sensors-matches-{tag}",
             popular_topic=f"bench-sensors-popular-{tag}", late_topic=f"bench-sensors-late-{tag}",
-            dead_letter_topic=f"bench-sensors-dlq-{tag}", size=args.size,
+            dead_letter_topic=f"bench-sensors-dlq-{tag}", size=args.size, threshold=THRESHOLD,
             lateness_ms=LATENESS_MS, cell_size=2 * distance, available_now=True,
             max_offsets_per_trigger=args.batch,
         )  # fmt: skip
@@ -95,7 +103,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
         querying = _run(spark, config, start_query)
     spark.stop()
     return {"size": args.size, "master": args.master, "distance": distance,
-            "loading": loading, "querying": querying}  # fmt: skip
+            "queries_topic": queries, "loading": loading, "querying": querying}  # fmt: skip
 
 
 def _run(spark: Any, config: Any, start_query: Any) -> dict[str, Any]:
@@ -131,11 +139,67 @@ def measure(
     result: dict[str, Any] = json.loads(line.removeprefix("RESULT "))
     result["peak_rss"] = peak
     result["wall"] = seconds
+    result["peer"] = run_peer(bootstrap, topic, result["queries_topic"], size, result["distance"])
     return result
 
 
+def run_peer(
+    bootstrap: str, readings: str, queries: str, size: int, distance: float
+) -> dict[str, Any] | None:
+    """The peer loop over the job's two topics, in its own process; None if it failed."""
+    tag = uuid.uuid4().hex[:8]
+    command = [
+        sys.executable, str(ROOT / "bench" / "sensors_peer.py"), bootstrap, readings, queries,
+        f"bench-sensors-peer-matches-{tag}", f"bench-sensors-peer-popular-{tag}",
+        "--size", str(size), "--threshold", str(THRESHOLD), "--lateness-ms", str(LATENESS_MS),
+        "--cell-size", repr(2 * distance),
+    ]  # fmt: skip
+    try:
+        wall, peak, text = run_measured(command)
+    except RuntimeError as error:
+        print(f"peer failed at N={size:,}: {error}", flush=True)
+        return None
+    line = next((x for x in text.splitlines() if x.startswith("readings=")), None)
+    if line is None:
+        print(f"peer failed at N={size:,}: no figures in its output:\n{text[-2000:]}", flush=True)
+        return None
+    figures: dict[str, Any] = {}
+    for name, value in (pair.split("=") for pair in line.split()):
+        figures[name] = float(value) if "seconds" in name else int(value)
+    figures["peak_rss"] = peak
+    figures["wall"] = wall
+    return figures
+
+
+def job_counts(r: dict[str, Any]) -> dict[str, int]:
+    """What the job's two runs applied and wrote."""
+    return {name: r["loading"][name] + r["querying"][name] for name in COUNTED}
+
+
+def peer_check(r: dict[str, Any]) -> str:
+    """A line saying whether the peer's counts equal the job's (``MISMATCH`` when not)."""
+    where = f"N={r['size']:,} on {r['master']}"
+    peer, job = r.get("peer"), job_counts(r)
+    if peer is None:
+        return f"MISMATCH peer vs job at {where}: the peer did not finish"
+    differ = [f"{n} peer {peer[n]:,} != job {job[n]:,}" for n in COUNTED if peer[n] != job[n]]
+    if differ:
+        return f"MISMATCH peer vs job at {where}: " + "; ".join(differ)
+    return f"peer = job at {where}: " + ", ".join(f"{job[n]:,} {n}" for n in COUNTED)
+
+
+def peer_rates(r: dict[str, Any]) -> tuple[str, str]:
+    """The peer's readings/s and queries/s, as text ("-" when it did not run)."""
+    peer = r.get("peer")
+    if peer is None:
+        return "-", "-"
+    reads = peer["readings"] / peer["readings_seconds"] if peer["readings_seconds"] else 0.0
+    asks = peer["queries"] / peer["queries_seconds"] if peer["queries_seconds"] else 0.0
+    return f"{reads:,.0f}", f"{asks:,.0f}"
+
+
 HEADER = ("N", "master", "readings/s", "queries/s", "us/query", "matches/q", "popular",
-          "peak RSS")  # fmt: skip
+          "peak RSS", "peer readings/s", "peer queries/s", "peer RSS")  # fmt: skip
 
 
 def cells(r: dict[str, Any]) -> tuple[str, ...]:
@@ -145,12 +209,14 @@ def cells(r: dict[str, Any]) -> tuple[str, ...]:
         f"{ask['queries'] / ask['seconds']:,.0f}",
         f"{ask['seconds'] / max(ask['queries'], 1) * 1e6:.1f}",
         f"{ask['matches'] / max(ask['queries'], 1):.2f}", f"{load['popular'] + ask['popular']:,}",
-        f"{r['peak_rss'] / 2**20:.0f} MB",
+        f"{r['peak_rss'] / 2**20:.0f} MB", *peer_rates(r),
+        f"{r['peer']['peak_rss'] / 2**20:.0f} MB" if r.get("peer") else "-",
     )  # fmt: skip
 
 
 def ratios(results: list[dict[str, Any]]) -> list[str]:
-    """The lines stating the cost per query's growth with N and the scaling with cores."""
+    """The lines stating the cost per query's growth with N, the scaling with cores, and
+    whether the peer's counts equal the job's."""
     lines = []
     for master in sorted({r["master"] for r in results}):
         runs = sorted((r for r in results if r["master"] == master), key=lambda r: r["size"])
@@ -163,6 +229,7 @@ def ratios(results: list[dict[str, Any]]) -> list[str]:
             rate = {m: pair[m]["loading"]["readings"] / pair[m]["loading"]["seconds"] for m in pair}
             lines.append(f"readings/s local[2] : local[1] at N={size:,}: "
                          f"{rate['local[2]'] / rate['local[1]']:.2f}")  # fmt: skip
+    lines += [peer_check(r) for r in results]
     return lines
 
 
@@ -188,13 +255,18 @@ def markdown(
         "and the cost per query in microseconds). The query distance shrinks with N, "
         "d = sqrt(m / (pi N)), so that a query matches m = `matches` readings on average at "
         "every N; the grid's cells are 2d wide. Popular: the job's popular-sensor rows; peak "
-        "RSS: the run's process tree (Python driver + JVM).",
+        "RSS: the run's process tree (Python driver + JVM). Peer: `bench/sensors_peer.py`, a "
+        "plain confluent-kafka Python loop in one process (single-threaded) with the same "
+        "rules and settings, over the same two topics after the job: readings/s up to its "
+        "first query applied, queries/s from then to its last record written; its counts of "
+        "readings, queries, matches and popular readings are checked against the job's.",
     ])  # fmt: skip
 
 
 def report(results: list[dict[str, Any]]) -> None:
     print(f"\n{'N':>9} {'master':9} {'readings/s':>11} {'queries/s':>10} {'us/query':>9} "
-          f"{'matches/q':>9} {'popular':>8} {'peak RSS':>9}")  # fmt: skip
+          f"{'matches/q':>9} {'popular':>8} {'peak RSS':>9} {'peer r/s':>10} "
+          f"{'peer q/s':>9}")  # fmt: skip
     for r in results:
         load, ask = r["loading"], r["querying"]
         per_query = ask["seconds"] / max(ask["queries"], 1) * 1e6
@@ -203,7 +275,7 @@ def report(results: list[dict[str, Any]]) -> None:
             f"{ask['queries'] / ask['seconds']:>10,.0f} {per_query:>9.1f} "
             f"{ask['matches'] / max(ask['queries'], 1):>9.2f} "
             f"{load['popular'] + ask['popular']:>8,} "
-            f"{r['peak_rss'] / 2**20:>7.0f}MB"
+            f"{r['peak_rss'] / 2**20:>7.0f}MB {peer_rates(r)[0]:>10} {peer_rates(r)[1]:>9}"
         )
     for line in ratios(results):
         print(line)
@@ -242,6 +314,7 @@ def main() -> int:
                 result = measure(bootstrap, topic, size, master, args)
                 results.append(result)
                 print(json.dumps(result), flush=True)
+                print(peer_check(result), flush=True)
     report(results)
     if args.markdown:
         markdown(args.markdown, results, args, time.monotonic() - began)
