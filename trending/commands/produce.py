@@ -43,35 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Write tweets as Avro to a topic (created when missing). Generated tweets "
         "are deterministic given --seed and --start-ms.",
     )
-    tweets.add_argument("--topic", default="tweets", metavar="TOPIC", help="target topic")
-    tweets.add_argument(
-        "--partitions",
-        type=arg_types.positive_int,
-        metavar="P",
-        default=4,
-        help="when creating the topic",
-    )
-    tweets.add_argument(
-        "--count", type=arg_types.count, metavar="N", default=100_000, help="tweets to generate"
-    )
-    tweets.add_argument("--from-jsonl", type=Path, metavar="FILE", help="replay a JSON-lines file")
-    tweets.add_argument(
-        "--rate",
-        type=arg_types.positive_float,
-        metavar="R",
-        help="cap in tweets/s of wall time (default: no cap)",
-    )
-    tweets.add_argument("--seed", type=int, metavar="S", default=1, help="random seed")
-    tweets.add_argument(
-        "--start-ms", type=int, metavar="T", help="first event time (default: to end now)"
-    )
-    tweets.add_argument(
-        "--events-per-second",
-        type=arg_types.positive_float,
-        metavar="E",
-        default=1000.0,
-        help="event-time rate",
-    )
+    _add_source_arguments(tweets, "tweets", "tweets", 100_000)
     tweets.add_argument(
         "--jitter",
         type=duration_ms,
@@ -110,6 +82,46 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _register_readings(kinds)
     _register_queries(kinds)
     _register_events(kinds)
+
+
+def _add_topic_arguments(parser: argparse.ArgumentParser, topic: str) -> None:
+    """The topic written to, and its partitions when it is created."""
+    parser.add_argument("--topic", default=topic, metavar="TOPIC", help="target topic")
+    parser.add_argument(
+        "--partitions",
+        type=arg_types.positive_int,
+        metavar="P",
+        default=4,
+        help="when creating the topic",
+    )
+
+
+def _add_source_arguments(
+    parser: argparse.ArgumentParser, noun: str, topic: str, count: int
+) -> None:
+    """The target topic and the records' source, generated or replayed, of a generating kind."""
+    _add_topic_arguments(parser, topic)
+    parser.add_argument(
+        "--count", type=arg_types.count, metavar="N", default=count, help=f"{noun} to generate"
+    )
+    parser.add_argument("--from-jsonl", type=Path, metavar="FILE", help="replay a JSON-lines file")
+    parser.add_argument(
+        "--rate",
+        type=arg_types.positive_float,
+        metavar="R",
+        help=f"cap in {noun}/s of wall time (default: no cap)",
+    )
+    parser.add_argument("--seed", type=int, metavar="S", default=1, help="random seed")
+    parser.add_argument(
+        "--start-ms", type=int, metavar="T", help="first event time (default: to end now)"
+    )
+    parser.add_argument(
+        "--events-per-second",
+        type=arg_types.positive_float,
+        metavar="E",
+        default=1000.0,
+        help="event-time rate",
+    )
 
 
 def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -167,35 +179,7 @@ def _sensor_parser(
         f"in [0, 1); record i has ts = start + floor(i * 1000 / E). A --from-jsonl line holds "
         f"{fields} (ts as epoch ms or ISO-8601).",
     )
-    parser.add_argument("--topic", default=topic, metavar="TOPIC", help="target topic")
-    parser.add_argument(
-        "--partitions",
-        type=arg_types.positive_int,
-        metavar="P",
-        default=4,
-        help="when creating the topic",
-    )
-    parser.add_argument(
-        "--count", type=arg_types.count, metavar="N", default=10_000, help=f"{kind} to generate"
-    )
-    parser.add_argument("--from-jsonl", type=Path, metavar="FILE", help="replay a JSON-lines file")
-    parser.add_argument(
-        "--rate",
-        type=arg_types.positive_float,
-        metavar="R",
-        help=f"cap in {kind}/s of wall time (default: no cap)",
-    )
-    parser.add_argument("--seed", type=int, metavar="S", default=1, help="random seed")
-    parser.add_argument(
-        "--start-ms", type=int, metavar="T", help="first event time (default: to end now)"
-    )
-    parser.add_argument(
-        "--events-per-second",
-        type=arg_types.positive_float,
-        metavar="E",
-        default=1000.0,
-        help="event-time rate",
-    )
+    _add_source_arguments(parser, kind, topic, 10_000)
     _add_common_arguments(parser)
     return parser
 
@@ -212,14 +196,7 @@ def _register_events(kinds: argparse._SubParsersAction[argparse.ArgumentParser])
         "numbers. Events are keyed by key; an end edge gets the key of its start edge earlier "
         "in the file. Each CTI goes to every partition of the topic.",
     )
-    events.add_argument("--topic", default="interval-events", metavar="TOPIC", help="target topic")
-    events.add_argument(
-        "--partitions",
-        type=arg_types.positive_int,
-        metavar="P",
-        default=4,
-        help="when creating the topic",
-    )
+    _add_topic_arguments(events, "interval-events")
     events.add_argument(
         "--from-jsonl", type=Path, metavar="FILE", required=True, help="the replay file to load"
     )
