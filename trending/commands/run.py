@@ -529,8 +529,6 @@ def _validate(config: HashtagJobConfig) -> None:
         _ = config.windows
     except ValueError as error:
         raise UserError(str(error)) from error
-    if config.k <= 0:
-        raise UserError(f"--top must be positive, got {config.k}")
 
 
 def run_job(job: Job[Any], config: Any, args: argparse.Namespace) -> int:
