@@ -19,8 +19,6 @@ import base64
 import contextlib
 import ctypes
 import errno
-import hashlib
-import os
 import secrets
 import signal
 import socket
@@ -35,7 +33,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from connectors.jvm import REPO_ROOT, java_executable, require_jars
+from connectors.jvm import REPO_ROOT, ClassArchive, java_executable, require_jars
 from connectors.kafka_settings import PLAIN_MODULE, jaas_config, jaas_quote
 from trending.errors import UserError
 
@@ -214,43 +212,6 @@ def tail(path: Path, lines: int = 30) -> str:
         handle.seek(max(0, path.stat().st_size - 64_000))
         text = handle.read().decode("utf-8", "replace")
     return "\n".join(text.splitlines()[-lines:])
-
-
-class ClassArchive:
-    """A class-data-sharing archive of a JVM's classes (the broker's: it starts about 2 s faster).
-
-    Without an archive the JVM dumps its loaded classes at exit to a private file, which
-    :meth:`keep` renames to ``<folder>/<name>-<key>.jsa``; ``<key>`` hashes the Java binary and
-    the jars, so a stale archive is never used. The JVM ignores an archive it cannot map.
-    """
-
-    def __init__(self, name: str, java: str, jars: list[Path], folder: Path) -> None:
-        stamps = [java, *(f"{j.name}:{j.stat().st_size}:{j.stat().st_mtime_ns}" for j in jars)]
-        key = hashlib.sha256("\n".join(stamps).encode()).hexdigest()[:12]
-        self.path = folder / f"{name}-{key}.jsa"
-        self._dump: Path | None = None
-
-    def options(self) -> list[str]:
-        """JVM options: use the archive, or dump one at exit when there is none yet."""
-        if self.path.exists():
-            return [f"-XX:SharedArchiveFile={self.path}", "-Xshare:auto", "-Xlog:cds=off"]
-        self._dump = self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        return [f"-XX:ArchiveClassesAtExit={self._dump}", "-Xlog:cds=off"]
-
-    def keep(self) -> None:
-        """After a clean exit: publish the dumped archive (an atomic rename)."""
-        dump, self._dump = self._dump, None
-        if dump is not None and dump.exists():
-            if dump.stat().st_size > 0:
-                os.replace(dump, self.path)
-            else:
-                dump.unlink()
-
-    def discard(self) -> None:
-        """After a failed run: drop whatever it dumped."""
-        dump, self._dump = self._dump, None
-        if dump is not None:
-            dump.unlink(missing_ok=True)
 
 
 class LocalBroker:

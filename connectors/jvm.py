@@ -8,11 +8,16 @@ checkout; an installed package has no default and needs the variable.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import os
 import re
 import shutil
 import struct
 import subprocess
+import time
+import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -75,7 +80,15 @@ def java_executable() -> str:
 
 
 def java_major_version(java: str) -> int:
-    """The major version ``java -version`` reports (8 for ``1.8.0_x``)."""
+    """The major version ``java -version`` reports (8 for ``1.8.0_x``); asked once per binary
+    (a JVM's start costs a job's start-up about 0.2 s)."""
+    found = Path(java).resolve()
+    stat = found.stat()
+    return _major_version(str(found), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _major_version(java: str, _size: int, _mtime_ns: int) -> int:
     result = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
     match = re.search(r'version "(\d+)(?:\.(\d+))?', result.stderr + result.stdout)
     if match is None:
@@ -119,3 +132,64 @@ def _javac() -> str:
     if found is None:
         raise UserError("`javac` was not found: install a JDK (a JRE has only `java`)")
     return found
+
+
+class ClassArchive:
+    """A class-data-sharing archive of a JVM's classes (the broker's: it starts about 2 s faster).
+
+    Without an archive the JVM dumps its loaded classes at exit to a private file, which
+    :meth:`keep` renames to ``<folder>/<name>-<key>.jsa``; ``<key>`` hashes the Java binary and
+    the jars, so a stale archive is never used. The JVM ignores an archive it cannot map.
+    """
+
+    def __init__(self, name: str, java: str, jars: list[Path], folder: Path) -> None:
+        stamps = [java, *(f"{j.name}:{j.stat().st_size}:{j.stat().st_mtime_ns}" for j in jars)]
+        key = hashlib.sha256("\n".join(stamps).encode()).hexdigest()[:12]
+        self.name, self.path = name, folder / f"{name}-{key}.jsa"
+        self._dump: Path | None = None
+
+    def options(self, dump: bool = True) -> list[str]:
+        """JVM options: use the archive; when there is none yet, dump one at exit (``dump``)."""
+        quiet = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+        if self.path.exists():
+            return [f"-XX:SharedArchiveFile={self.path}", "-Xshare:auto", *quiet]
+        if not dump:
+            return []
+        self._dump = self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        return [f"-XX:ArchiveClassesAtExit={self._dump}", *quiet]
+
+    @property
+    def dumping(self) -> bool:
+        """Whether the JVM these options started writes an archive at exit."""
+        return self._dump is not None
+
+    def sweep(self, keep: int = 3, stale_after_s: float = 86_400.0) -> None:
+        """Drop this name's dumps a run left behind (killed before it exited) once a day old,
+        and all but the ``keep`` newest archives (other Javas, other jars)."""
+        folder, name = self.path.parent, self.name
+        now = time.time()
+        for leftover in folder.glob(f"{name}-*.jsa.*.tmp"):
+            with contextlib.suppress(OSError):
+                if now - leftover.stat().st_mtime > stale_after_s:
+                    leftover.unlink()
+        archives = sorted(
+            folder.glob(f"{name}-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True
+        )
+        for old in archives[keep:]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+    def keep(self) -> None:
+        """After a clean exit: publish the dumped archive (an atomic rename)."""
+        dump, self._dump = self._dump, None
+        if dump is not None and dump.exists():
+            if dump.stat().st_size > 0:
+                os.replace(dump, self.path)
+            else:
+                dump.unlink()
+
+    def discard(self) -> None:
+        """After a failed run: drop whatever it dumped."""
+        dump, self._dump = self._dump, None
+        if dump is not None:
+            dump.unlink(missing_ok=True)

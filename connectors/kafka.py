@@ -23,6 +23,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from connectors.kafka_settings import CONFIG_ENV, kafka_settings, parse_options, scrub
 from trending.errors import UserError
+from trending.status import kafka_log_settings
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 # The namespace attribute holding the configuration file's [kafka] table (see trending.config)
@@ -95,8 +96,10 @@ def kafka_from_args(
 
 
 def client_config(bootstrap: str, extra: Mapping[str, str] | None = None) -> Config:
-    """Settings shared by every client: the brokers plus the user's extra options."""
-    return {"bootstrap.servers": bootstrap, "client.id": "trending", **(extra or {})}
+    """Settings shared by every client: the brokers plus the user's extra options (and, under
+    ``--log-format json``, the logger that makes librdkafka's lines JSON too)."""
+    config: Config = {"bootstrap.servers": bootstrap, "client.id": "trending", **(extra or {})}
+    return config | kafka_log_settings()
 
 
 def _build(kind: Callable[[Config], T], config: Config) -> T:

@@ -28,6 +28,7 @@ from rich.table import Table
 
 from connectors.avro import AvroCodec
 from connectors.kafka import client_config
+from trending.status import kafka_log_settings
 
 WAITING_FOR_SPARK = "waiting for the first results (Spark takes a few seconds to start) ..."
 
@@ -125,6 +126,7 @@ def watch_topk(
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
         }
+        | kafka_log_settings()
     )
     consumer.subscribe([topic])
     board = TopKBoard()

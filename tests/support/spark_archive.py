@@ -30,8 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from connectors.broker import ClassArchive
-from connectors.jvm import jars_root, java_executable
+from connectors.jvm import ClassArchive, jars_root, java_executable
 
 CODE_CACHE = "-XX:ReservedCodeCacheSize=240m"
 CLIENT_COMPILER = f"-XX:TieredStopAtLevel=1 {CODE_CACHE} -XX:+UseSerialGC"

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from trending.errors import UserError
 from trending.jobs.startup import StartupClock, phase
+from trending.spark import class_archive
 from trending.status import say
 
 if TYPE_CHECKING:
@@ -189,7 +190,11 @@ def start_spark(
     logging.getLogger("trending").setLevel(logging.INFO)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     spark = build_session(
-        f"trending-{job}", config.master, config.spark_conf, config.shuffle_partitions
+        f"trending-{job}",
+        config.master,
+        config.spark_conf,
+        config.shuffle_partitions,
+        write_class_archive=True,
     )
     return spark, start_monitoring(spark, config, metrics_address, kind=job)
 
@@ -340,7 +345,8 @@ DATA_LOSS_HINT = (
 
 
 def shut_down(spark: Any, processor: Processor | None, monitoring: Monitoring | None) -> None:
-    """Release the processor's Kafka clients and lease, the metrics, and Spark."""
+    """Release the processor's Kafka clients and lease, the metrics, and Spark (then keep the
+    driver's class archive if this run wrote one)."""
     try:
         if processor is not None:
             processor.close()
@@ -348,3 +354,4 @@ def shut_down(spark: Any, processor: Processor | None, monitoring: Monitoring | 
             monitoring.close()
     finally:
         spark.stop()
+        class_archive.finish()

@@ -377,10 +377,12 @@ def close_input(config: WindowsJobConfig, processor: WindowsBatchProcessor) -> b
     already or ``--keep-open``; True when a run must follow to apply it."""
     if config.keep_open or processor.state.closed:
         return False
+    from trending.status import kafka_log_settings
+
     codec = AvroCodec("interval_event", config.schema_registry_url)
     producer = Producer(
         {"bootstrap.servers": config.bootstrap, "enable.idempotence": True,
-         **config.kafka_options}
+         **config.kafka_options, **kafka_log_settings()}
     )  # fmt: skip
     producer.produce(processor.control_topic, codec.encode({"kind": "CTI", "start": END_OF_TIME}))
     if producer.flush(30) != 0:

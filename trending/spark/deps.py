@@ -222,14 +222,21 @@ def spark_args(spark_version: str | None = None) -> list[str]:
     return [*args, str(Path(__file__).resolve().parents[1] / "app.py")]
 
 
-def spark_defaults(environ: Mapping[str, str]) -> dict[str, str]:
-    """The settings of ``spark-defaults.conf`` in ``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``
-    (pyspark's own folder when ``SPARK_HOME`` is unset): what ``spark-submit`` reads."""
+def conf_dir(environ: Mapping[str, str]) -> Path:
+    """Spark's configuration folder: ``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf`` (pyspark's
+    own folder when ``SPARK_HOME`` is unset). ``spark-submit`` reads its ``spark-defaults.conf``
+    and puts the folder on the driver's class path (where log4j finds a ``log4j2.properties``)."""
     folder = environ.get("SPARK_CONF_DIR")
     if not folder:
         home = environ.get("SPARK_HOME") or _pyspark_home()
         folder = str(Path(home) / "conf")
-    path = Path(folder) / "spark-defaults.conf"
+    return Path(folder)
+
+
+def spark_defaults(environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings of ``spark-defaults.conf`` in :func:`conf_dir`: what ``spark-submit``
+    reads."""
+    path = conf_dir(environ) / "spark-defaults.conf"
     if not path.is_file():
         return {}
     settings = {}

@@ -23,6 +23,7 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from connectors.kafka import client_config
 from trending.metrics import Metered, Metrics, MetricsServer, finite
+from trending.status import kafka_log_settings
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +159,7 @@ class LagMonitor:
     ) -> None:
         self.metrics, self.listener, self.interval = metrics, listener, interval
         settings = {**client_config(bootstrap, extra), "group.id": "trending-lag-monitor"}
-        self.consumer = Consumer({**settings, "enable.auto.commit": False})
+        self.consumer = Consumer({**settings, "enable.auto.commit": False, **kafka_log_settings()})
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="trending-lag", daemon=True)
 
@@ -169,6 +170,7 @@ class LagMonitor:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
+                self.consumer.poll(0)  # hands over the client's log lines (and its errors)
                 self.poll_once()
             except KafkaException as error:
                 log.warning("metrics: Kafka lag not updated: %s", error)

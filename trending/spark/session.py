@@ -8,24 +8,32 @@ pyspark starts its JVM with ``spark-submit --conf KEY=VALUE`` for every setting 
 starts, and the process list (``ps``) shows those command lines to every user of the machine.
 So the JVM starts with the settings that carry no secret (:func:`launch_settings`), and the
 SparkContext gets all of them, secrets too, through pyspark's gateway to the running JVM.
+
+Under ``trending --log-format json`` a driver JVM this process starts logs one JSON object a line
+too (:func:`json_log_options`), and what it writes outside its logging (the JVM's own warnings,
+the resolver's report) reaches :func:`trending.status.relay` (:func:`launch_relayed`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connectors.jvm import JARS_ENV, java_executable
 from connectors.kafka_settings import carries_secret
-from trending.spark import deps
-from trending.status import say
+from trending.spark import class_archive, deps
+from trending.status import json_job, relay, say
 
 if TYPE_CHECKING:
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
@@ -69,6 +77,17 @@ DEFAULT_MASTER = "local[*]"
 TASK_ATTEMPTS_CONF = "spark.task.maxFailures"
 DEFAULT_TASK_ATTEMPTS = "4"
 _LOCAL_WITHOUT_ATTEMPTS = re.compile(r"local(?:\[([0-9]+|\*)\])?")
+# ``--log-format json``: the driver JVM's log4j2 configuration (one JSON object a line on
+# standard error: time, level, job, logger, message), and the system property naming the job.
+JSON_LOG_CONFIG = Path(__file__).resolve().parents[1] / "resources" / "log4j2-json.properties"
+JOB_PROPERTY = "trending.log.job"
+DEFAULT_OPTIONS_CONF = "spark.driver.defaultJavaOptions"
+# A log4j configuration the user chose: a system property that names one (log4j 2's, or 1.x's
+# through log4j's bridge) ...
+_LOG_CONFIG_FLAG = re.compile(r"-Dlog4j2?\.configuration(?:File)?=")
+# ... or a file that log4j finds on the class path in Spark's configuration folder.
+_LOG_CONFIG_FILES = re.compile(r"log4j2.*\.(?:properties|xml|json|jsn|ya?ml)")
+_PLAIN_OPTION = re.compile(r"[\w@%+=:,./-]+")
 
 
 def build_session(
@@ -76,6 +95,7 @@ def build_session(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
     shuffle_partitions: int | None = None,
+    write_class_archive: bool = False,
 ) -> SparkSession:
     """Start (or reuse) a Spark session for a streaming job.
 
@@ -85,7 +105,10 @@ def build_session(
     :mod:`trending.spark.deps`). ``master`` (``--master``) or ``$SPARK_MASTER``, when given,
     choose the master of a JVM this process starts; else :data:`DEFAULT_MASTER` when nothing
     chose one. A local master retries failed tasks (:func:`with_task_attempts`).
-    ``conf`` (``--conf`` and the configuration file) wins over everything."""
+    ``conf`` (``--conf`` and the configuration file) wins over everything. A driver JVM this
+    process starts maps the classes of :mod:`trending.spark.class_archive`, or writes that
+    archive at exit when ``write_class_archive`` (then call ``class_archive.finish()`` after
+    ``spark.stop()``)."""
     java_executable()  # a clear message instead of a JVM stack trace
     # spark-submit started this Python and its JVM (a JVM this process started itself, for an
     # earlier session, takes a new session's master)
@@ -98,7 +121,12 @@ def build_session(
     from pyspark.sql.types import ArrayType, StringType
 
     if not submitted:
-        start_jvm_resolving(launch_settings(settings), {**outside, **(conf or {})})
+        chosen = {**outside, **(conf or {})}
+        settings = with_class_archive(settings, chosen, write_class_archive)
+        json_options = json_log_options(settings, os.environ, json_job())
+        if json_options is not None:
+            settings[DRIVER_OPTIONS_CONF] = f"{settings[DRIVER_OPTIONS_CONF]} {json_options}"
+        start_jvm_resolving(launch_settings(settings), chosen, relayed=json_options is not None)
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -157,7 +185,24 @@ def session_settings(
     return settings | deps.plan(chosen).merged(chosen)
 
 
-def start_jvm_resolving(settings: Mapping[str, str], chosen: Mapping[str, str]) -> None:
+def with_class_archive(
+    settings: dict[str, str], chosen: Mapping[str, str], dump: bool
+) -> dict[str, str]:
+    """``settings`` with the driver archive's options added to the project's default driver
+    options, when this process is about to start the JVM and ``chosen`` does not set them."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None or DRIVER_OPTIONS_CONF in chosen:
+        return settings
+    extra = class_archive.launch_options(os.environ, dump)
+    if not extra:
+        return settings
+    return {**settings, DRIVER_OPTIONS_CONF: f"{settings[DRIVER_OPTIONS_CONF]} {extra}"}
+
+
+def start_jvm_resolving(
+    settings: Mapping[str, str], chosen: Mapping[str, str], relayed: bool = False
+) -> None:
     """:func:`start_jvm`, saying first what Spark's resolver will fetch (once, into its cache),
     and turning a resolver that cannot fetch into one line with both remedies."""
     wanted = [p for p in settings.get(deps.PACKAGES_CONF, "").split(",") if p]
@@ -169,7 +214,7 @@ def start_jvm_resolving(settings: Mapping[str, str], chosen: Mapping[str, str]) 
             f"{JARS_ENV} for a folder of jars)"
         )
     try:
-        start_jvm(settings)
+        start_jvm(settings, relayed)
     except Exception as error:  # pyspark's: the JVM exited before it answered
         if fetching and "JAVA_GATEWAY_EXITED" in f"{error!r}{error}":
             raise deps.resolve_failed(fetching, chosen) from error
@@ -197,15 +242,105 @@ def launch_settings(settings: Mapping[str, str]) -> dict[str, str]:
     return {key: value for key, value in settings.items() if not carries_secret(key, value)}
 
 
-def start_jvm(settings: Mapping[str, str]) -> None:
+def start_jvm(settings: Mapping[str, str], relayed: bool = False) -> None:
     """Start pyspark's JVM with ``settings`` (pyspark gives them to ``spark-submit`` as
     ``--conf`` arguments), unless this process already runs one: the step ``SparkContext(conf)``
-    takes first, with all of its settings."""
+    takes first, with all of its settings. ``relayed``: the JVM's output goes through
+    :func:`launch_relayed`."""
     from pyspark import SparkConf, SparkContext
 
     if SparkContext._gateway is None:
         launch = SparkConf(loadDefaults=False).setAll(list(settings.items()))
-        SparkContext._ensure_initialized(conf=launch)
+        gateway = launch_relayed(launch) if relayed else None
+        SparkContext._ensure_initialized(gateway=gateway, conf=launch)
+
+
+def launch_relayed(conf: SparkConf) -> Any:
+    """pyspark's gateway to a JVM started with ``conf``, its standard output and error read by
+    threads that hand each line to :func:`trending.status.relay`, which writes it on this
+    process's standard error: the JVM's log lines (JSON objects already) as they are, and what
+    it writes outside its logging as JSON lines too. That is the resolver's report, the output
+    of the Python workers it starts, and the JVM's own ``WARNING: Using incubator modules:
+    jdk.incubator.vector``: Spark's launcher gives every driver ``--add-modules
+    jdk.incubator.vector`` (no setting leaves it out), and the JVM then prints that line
+    before any of its code runs (no option silences it). The threads read until the JVM and
+    its children close the pipes; a JVM that exits before it answers has its last lines out
+    before the error."""
+    from pyspark.java_gateway import launch_gateway
+
+    pipes = [os.pipe(), os.pipe()]  # the JVM's standard output and error
+    readers = [
+        threading.Thread(target=_relay_lines, args=(read,), name=f"trending-jvm-{kind}",
+                         daemon=True)
+        for (read, _), kind in zip(pipes, ("stdout", "stderr"), strict=True)
+    ]  # fmt: skip
+    for reader in readers:
+        reader.start()
+    streams = {"stdout": pipes[0][1], "stderr": pipes[1][1]}
+    failed = True
+    try:
+        gateway = launch_gateway(conf, popen_kwargs=streams)  # type: ignore[no-untyped-call]
+        failed = False
+        return gateway
+    finally:
+        for _, write in pipes:
+            os.close(write)  # the JVM holds its own copies
+        if failed:
+            for reader in readers:
+                reader.join(timeout=5)
+
+
+def _relay_lines(fd: int) -> None:
+    with open(fd, "rb") as pipe:
+        for raw in pipe:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            # no stream left to write on (exiting): the pipe is still drained, or the JVM
+            # would block on its next line
+            with contextlib.suppress(OSError, ValueError):
+                if line.strip():
+                    relay(line)
+
+
+def json_log_options(
+    settings: Mapping[str, str], environ: Mapping[str, str], job: str | None
+) -> str | None:
+    """The driver JVM's options under ``--log-format json`` (``job``: the job the lines name,
+    :func:`trending.status.json_job`; None with plain text): log4j 2 configured by
+    :data:`JSON_LOG_CONFIG`, the job in :data:`JOB_PROPERTY`. None with plain text, for a JVM
+    already running, and when the user chose a log4j configuration (:func:`chosen_log_config`):
+    theirs is kept, and the JVM's output left as it is."""
+    from pyspark import SparkContext
+
+    if job is None or SparkContext._gateway is not None or chosen_log_config(settings, environ):
+        return None
+    options = [f"-Dlog4j2.configurationFile={JSON_LOG_CONFIG}"]
+    if job:
+        options.append(f"-D{JOB_PROPERTY}={job}")
+    return " ".join(java_option(option) for option in options)
+
+
+def chosen_log_config(settings: Mapping[str, str], environ: Mapping[str, str]) -> bool:
+    """Whether the user chose the driver's log4j configuration: in the driver's Java options
+    (``spark.driver.extraJavaOptions``, ``spark.driver.defaultJavaOptions``, the variables
+    ``spark-submit`` and the JVM read), or with a ``log4j2.properties`` (``.xml``, ...) in
+    Spark's configuration folder (:func:`trending.spark.deps.conf_dir`)."""
+    options = [settings.get(DRIVER_OPTIONS_CONF, ""), settings.get(DEFAULT_OPTIONS_CONF, "")]
+    options += [environ.get(name, "") for name in _OPTION_VARIABLES]
+    if any(_LOG_CONFIG_FLAG.search(option) for option in options):
+        return True
+    try:
+        entries = list(deps.conf_dir(environ).iterdir())
+    except OSError:  # no such folder
+        return False
+    return any(_LOG_CONFIG_FILES.fullmatch(entry.name) for entry in entries)
+
+
+def java_option(option: str) -> str:
+    """``option`` as one word of a Java options setting (Spark's launcher splits them at white
+    space outside quotes and takes a backslash as an escape)."""
+    if _PLAIN_OPTION.fullmatch(option):
+        return option
+    return '"' + option.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def with_task_attempts(master: str, conf: Mapping[str, str] | None = None) -> str:
