@@ -22,15 +22,17 @@ import struct
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastavro
-import numpy as np
 
 import trending
 from connectors.jvm import REPO_ROOT
 from connectors.kafka_settings import registry_settings, scrub
 from trending.errors import UserError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def schemas_dir() -> Path:
@@ -292,16 +294,15 @@ def encode_long(value: int) -> bytes:
     return _LOW14[zigzag & 0x3FFF] + _varint_slow(zigzag >> 14)
 
 
-_SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
-_THRESHOLDS = np.uint64(1) << _SHIFTS[1:]
-
-
 def encode_longs(values: np.ndarray[Any, Any]) -> list[bytes]:
     """:func:`encode_long` of every value of an int64 array, computed column-wise."""
+    import numpy as np  # here, not at the top: a job's start does not wait for it
+
+    shifts = np.arange(0, 70, 7, dtype=np.uint64)
     signed = values.astype(np.int64)
     zigzag = ((signed << 1) ^ (signed >> 63)).view(np.uint64)
-    groups = ((zigzag[:, None] >> _SHIFTS) & np.uint64(0x7F)).astype(np.uint8)
-    lengths = 1 + (zigzag[:, None] >= _THRESHOLDS).sum(axis=1)
+    groups = ((zigzag[:, None] >> shifts) & np.uint64(0x7F)).astype(np.uint8)
+    lengths = 1 + (zigzag[:, None] >= (np.uint64(1) << shifts[1:])).sum(axis=1)
     groups[np.arange(10) < (lengths - 1)[:, None]] |= 0x80
     flat, width = groups.tobytes(), groups.shape[1]
     return [flat[i * width : i * width + n] for i, n in enumerate(lengths.tolist())]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.jvm import JARS_ENV, java_executable
 from connectors.kafka_settings import carries_secret
-from trending.spark import class_archive, deps
+from trending.spark import class_archive, deps, warm_start
 from trending.status import json_job, relay, say
 
 if TYPE_CHECKING:
@@ -117,6 +117,7 @@ def build_session(
     settings = session_settings(app_name, master, outside, conf or {}, submitted)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
     from pyspark.sql.types import ArrayType, StringType
 
@@ -126,7 +127,10 @@ def build_session(
         json_options = json_log_options(settings, os.environ, json_job())
         if json_options is not None:
             settings[DRIVER_OPTIONS_CONF] = f"{settings[DRIVER_OPTIONS_CONF]} {json_options}"
+        warm_start.import_ahead()
         start_jvm_resolving(launch_settings(settings), chosen, relayed=json_options is not None)
+    if SparkContext._active_spark_context is None and SparkContext._jvm is not None:
+        warm_start.extensions_ahead(SparkContext._jvm)
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
