@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.jvm import JARS_ENV, java_executable
 from connectors.kafka_settings import carries_secret
+from trending.errors import UserError
 from trending.spark import class_archive, deps, warm_start
 from trending.status import json_job, relay, say
 
@@ -129,6 +130,8 @@ def build_session(
             settings[DRIVER_OPTIONS_CONF] = f"{settings[DRIVER_OPTIONS_CONF]} {json_options}"
         warm_start.import_ahead()
         start_jvm_resolving(launch_settings(settings), chosen, relayed=json_options is not None)
+    if SparkContext._jvm is not None:
+        check_sql_settings(SparkContext._jvm, settings)
     if SparkContext._active_spark_context is None and SparkContext._jvm is not None:
         warm_start.extensions_ahead(SparkContext._jvm)
     builder = SparkSession.builder
@@ -187,6 +190,21 @@ def session_settings(
     if explicit or "spark.master" not in chosen:
         settings["spark.master"] = with_task_attempts(explicit or DEFAULT_MASTER, chosen)
     return settings | deps.plan(chosen).merged(chosen)
+
+
+def check_sql_settings(jvm: Any, settings: Mapping[str, str]) -> None:
+    """Refuse a ``spark.sql.*`` setting whose value Spark's SQL configuration does not take, in
+    one line naming it. A session started with one fails on every call that reads its settings,
+    and pyspark's own report of that failure reads them again, without end (the job hung)."""
+    for key, value in settings.items():
+        if not key.startswith("spark.sql."):
+            continue
+        try:
+            jvm.org.apache.spark.sql.internal.SQLConf().setConfString(key, value)
+        except Exception as error:  # Spark's IllegalArgumentException, through py4j
+            java = getattr(error, "java_exception", None)
+            reason = str(java.getMessage() if java is not None else error).strip()
+            raise UserError(f"the Spark setting {key}={value} is not valid: {reason}") from None
 
 
 def with_class_archive(
