@@ -117,12 +117,13 @@ def run_job(bootstrap: str, topic: str, work: Path) -> dict[str, Any]:
 
 READY = re.compile(r"job ready ([\d.]+) s after the process started: (.*)")
 FIRST_BATCH = re.compile(r"first micro-batch committed ([\d.]+) s after the process started")
+SHUT_DOWN = re.compile(r"shut down in ([\d.]+) s, ([\d.]+) s after the process started")
 
 
 def startup_of(text: str) -> dict[str, Any]:
     """The job's start-up lines (:mod:`trending.jobs.startup`): ``ready`` seconds after the
     process started and its phases, and ``first`` (the first micro-batch committed), if any."""
-    ready, first = READY.search(text), FIRST_BATCH.search(text)
+    ready, first, down = READY.search(text), FIRST_BATCH.search(text), SHUT_DOWN.search(text)
     phases: dict[str, float] = {}
     for part in ready.group(2).split(", ") if ready else []:
         name, _, seconds = part.removesuffix(" s").rpartition(" ")
@@ -131,6 +132,8 @@ def startup_of(text: str) -> dict[str, Any]:
         "ready": float(ready.group(1)) if ready else None,
         "phases": phases,
         "first": float(first.group(1)) if first else None,
+        "shut_down": float(down.group(1)) if down else None,
+        "down_at": float(down.group(2)) if down else None,
     }
 
 
@@ -140,6 +143,17 @@ def startup_lines(job: dict[str, Any]) -> list[str]:
     def phases(startup: dict[str, Any]) -> str:
         return ", ".join(f"{n} {v:.1f} s" for n, v in startup["phases"].items()) or "-"
 
+    def after(startup: dict[str, Any], wall: float) -> str:
+        """The query's run, the shut-down and the process's exit, after ``ready``."""
+        if startup["ready"] is None or startup["down_at"] is None:
+            return "-"
+        query = startup["down_at"] - startup["shut_down"] - startup["ready"]
+        exit_s = wall - startup["down_at"]
+        return (
+            f"query {query:.1f} s, shut-down {startup['shut_down']:.1f} s, "
+            f"process exit {exit_s:.1f} s"
+        )
+
     run, empty = job["startup"], job["empty_startup"]
     first = "-" if run["first"] is None else f"{run['first']:.1f} s"
     net = job["wall"] - job["empty_wall"]
@@ -148,7 +162,7 @@ def startup_lines(job: dict[str, Any]) -> list[str]:
         f"job start-up: first micro-batch committed {first} after the process started; "
         f"ready {run['ready'] or 0:.1f} s: {phases(run)}",
         f"run with nothing to read, same checkpoint: {job['empty_wall']:.1f} s wall; ready "
-        f"{empty['ready'] or 0:.1f} s: {phases(empty)}",
+        f"{empty['ready'] or 0:.1f} s: {phases(empty)}; then {after(empty, job['empty_wall'])}",
         f"job rate excluding start-up (wall minus the run with nothing to read): {excluding}",
     ]
 

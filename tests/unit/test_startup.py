@@ -23,6 +23,9 @@ def test_phases_add_up_in_order_and_the_rest_is_python_and_other() -> None:
     assert clock.first_batch_line(110.5, 2.0) == (
         "first micro-batch committed 10.5 s after the process started (2.0 s in the batch)"
     )
+    assert clock.shut_down_line(0.75, now=113.0) == (
+        "shut down in 0.8 s, 13.0 s after the process started"
+    )
 
 
 def test_a_phase_counts_only_inside_a_clock() -> None:

@@ -141,7 +141,9 @@ class Lifecycle(Generic[C]):
                 started = job.follow(spark, config, processor, runs)
                 banner = "end of input"
         finally:
+            stopping = time.monotonic()
             shut_down(spark, processor, monitoring)
+            say(f"{job.name} job {startup.shut_down_line(time.monotonic() - stopping)}")
         return 0
 
 

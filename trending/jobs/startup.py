@@ -8,7 +8,8 @@ start mark themselves with :func:`phase` (a no-op outside a clock)::
 
 The runtime prints one line when the query has started, with the time since the process started
 and each phase (what is not in a phase, imports and the interpreter's start before the clock
-began, is ``python``), and one when the first micro-batch has committed.
+began, is ``python``), one when the first micro-batch has committed, and one when the job has
+shut down (its Kafka clients, metrics and Spark released).
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ class StartupClock:
             parts.append(("other", other))
         listed = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in parts)
         return f"ready {now - self.began:.1f} s after the process started: {listed}"
+
+    def shut_down_line(self, seconds: float, now: float | None = None) -> str:
+        """``shut down in 0.6 s, 9.1 s after the process started``: the last of a run's time."""
+        now = time.time() if now is None else now
+        return f"shut down in {seconds:.1f} s, {now - self.began:.1f} s after the process started"
 
     def first_batch_line(self, committed_at: float, batch_seconds: float) -> str:
         return (
