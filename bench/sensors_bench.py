@@ -1,7 +1,8 @@
 """`make bench-sensors`: the sensor job's readings/s and queries/s as the window grows.
 
-For each window size N in ``--sizes`` (100, 10^4, 10^6) and each master (``local[2]``,
-``local[1]``), one run in its own process (its own JVM), one global window:
+For each number N of readings in the window (``--window-readings``, as ``trending run sensors``
+takes it: 100, 10^4, 10^6) and each master (``local[2]``, ``local[1]``), one run in its own
+process (its own JVM), one global window:
 
 1. **readings**: N + ``--readings`` readings (uniform in the unit square, 100,000/s of event time)
    fill the window; the job runs them with ``--available-now`` in batches of
@@ -78,9 +79,10 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     from trending.sensors_data import generate_queries, produce_sensor_records
     from trending.spark.session import build_session
 
+    size = int(args.window_readings)
     cores = int(args.master.removeprefix("local[").removesuffix("]"))
     spark = build_session("bench-sensors", args.master, shuffle_partitions=cores)
-    distance = distance_for(args.size, args.matches)
+    distance = distance_for(size, args.matches)
     tag = uuid.uuid4().hex[:8]
     queries = f"bench-sensors-queries-{tag}"
     with tempfile.TemporaryDirectory(prefix="bench-sensors-") as work:
@@ -89,7 +91,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
             readings_topic=args.topic, queries_topic=queries,
             matches_topic=f"bench-sensors-matches-{tag}",
             popular_topic=f"bench-sensors-popular-{tag}", late_topic=f"bench-sensors-late-{tag}",
-            dead_letter_topic=f"bench-sensors-dlq-{tag}", size=args.size, threshold=THRESHOLD,
+            dead_letter_topic=f"bench-sensors-dlq-{tag}", size=size, threshold=THRESHOLD,
             lateness_ms=LATENESS_MS, cell_size=2 * distance, available_now=True,
             max_offsets_per_trigger=args.batch,
         )  # fmt: skip
@@ -102,7 +104,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
         produce_sensor_records(args.bootstrap, queries, stream, schema="sensor_query")
         querying = _run(spark, config, start_query)
     spark.stop()
-    return {"size": args.size, "master": args.master, "distance": distance,
+    return {"size": size, "master": args.master, "distance": distance,
             "queries_topic": queries, "loading": loading, "querying": querying}  # fmt: skip
 
 
@@ -129,7 +131,7 @@ def measure(
 ) -> dict[str, Any]:
     command = [
         sys.executable, __file__, "--one", "--bootstrap", bootstrap, "--topic", topic,
-        "--size", str(size), "--master", master, "--queries", str(args.queries),
+        "--window-readings", str(size), "--master", master, "--queries", str(args.queries),
         "--matches", str(args.matches), "--batch", str(args.batch),
         "--readings-total", str(size + args.readings),
     ]  # fmt: skip
@@ -241,8 +243,9 @@ def markdown(
         "",
         md.measured(__file__, seconds, master=args.masters),
         "",
-        md.parameters({"sizes": args.sizes, "masters": args.masters, "readings": args.readings,
-                       "queries": args.queries, "matches": args.matches, "batch": args.batch}),
+        md.parameters({"window-readings": args.window_readings, "masters": args.masters,
+                       "readings": args.readings, "queries": args.queries,
+                       "matches": args.matches, "batch": args.batch}),
         "",
         *md.table(HEADER, [cells(r) for r in results], left=2),
         "",
@@ -283,7 +286,12 @@ def report(results: list[dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100,10000,1000000")
+    parser.add_argument(
+        "--window-readings",
+        default="100,10000,1000000",
+        metavar="N,...",
+        help="the numbers of readings in the window to measure (in --one: the one)",
+    )
     parser.add_argument("--masters", default="local[2],local[1]")
     parser.add_argument("--readings", type=int, default=200_000, help="readings beyond N")
     parser.add_argument("--queries", type=int, default=100_000)
@@ -296,7 +304,6 @@ def main() -> int:
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
-    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--master", help=argparse.SUPPRESS)
     parser.add_argument("--readings-total", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -304,7 +311,7 @@ def main() -> int:
         print("RESULT " + json.dumps(run_one(args)), flush=True)
         return 0
     began = time.monotonic()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [int(s) for s in args.window_readings.split(",")]
     masters = args.masters.split(",")
     results = []
     with bench_broker(ROOT / "build" / "bench-broker") as bootstrap:

@@ -69,7 +69,7 @@ def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
         "--kafka-config",
         metavar="FILE",
         help=f"a properties file of librdkafka settings for every client (default: ${CONFIG_ENV}); "
-        "TRENDING_KAFKA_<NAME> variables (sasl.password: TRENDING_KAFKA_SASL_PASSWORD) "
+        "$TRENDING_KAFKA_<NAME> variables (sasl.password: $TRENDING_KAFKA_SASL_PASSWORD) "
         "and --kafka-option override it",
     )
     parser.add_argument(

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Protocol, TextIO
 
 from trending import __version__
-from trending.commands import Parser
+from trending.commands import OptionError, Parser, error_line, hidden
 from trending.config import (
     CONFIG_ENV,
     ConfigError,
@@ -84,11 +84,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trending: error: {mistake}", file=sys.stderr)
         return 2
     args = parser.parse_args(arguments)
-    configure_logging(args.log_format, command_of(parser, args))
+    command = command_of(parser, args)
+    configure_logging(args.log_format, command)
     for warning in exposed_secrets_warnings(config, args, os.environ):
         print(f"trending: warning: {warning}", file=sys.stderr)
     try:
         code: int = args.handler(args)
+    except OptionError as error:
+        if args.log_format == "json":  # a JSON line, its job the sub-command
+            return _report(error)
+        # a value the command refuses once parsed: as argparse reports the values it refuses
+        sys.stderr.write(error_line(f"{parser.prog} {command}", str(error)))
+        return 2
     except UserError as error:
         return _report(error)
     except KeyboardInterrupt:
@@ -117,7 +124,9 @@ def misplaced_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> st
         if close:
             return f"unrecognized option {name}; did you mean {close[0]}?"
         found = {
-            " ".join(path): {n for action in leaf._actions for n in action.option_strings}
+            " ".join(path): {
+                n for action in leaf._actions if not hidden(action) for n in action.option_strings
+            }
             for path, leaf in leaves(parser).items()
         }
         spelled = name

@@ -128,8 +128,9 @@ def sensors_run(bootstrap: str, master: str, tmp_path: Path) -> Check:
     events = make_events(1_600, 700, seed=23)
     job.produce(events)
     command = sensors_command(
-        job, "--size", "30", "--max-offsets-per-trigger", "400", *APPLICATION_SHARE, master=master
-    )
+        job, "--window-readings", "30", "--max-offsets-per-trigger", "400", *APPLICATION_SHARE,
+        master=master,
+    )  # fmt: skip
     kill_after(command, r"batch 2: \d+ readings")
     restarted = run_to_end(command)
 

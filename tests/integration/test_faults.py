@@ -263,7 +263,7 @@ def sensors_participant(bootstrap: str, tmp_path: Path) -> Participant:
 
     job = Job(bootstrap, tmp_path)
     events = make_events(1_000, 400, seed=83)
-    flags = ("--size", "40", "--max-offsets-per-trigger", "90", *STEP_TIMEOUT)
+    flags = ("--window-readings", "40", "--max-offsets-per-trigger", "90", *STEP_TIMEOUT)
     command = sensors_command(job, *flags)
 
     def check() -> None:

@@ -158,7 +158,7 @@ def test_the_sensors_job_applies_the_events_waiting_for_the_watermark_on_a_quiet
     waiting = oracle(events, 25, 3, per_sensor=False)
     assert sum(expected[0].values()) > sum(waiting[0].values())  # some matches wait
     command = [
-        arg for arg in job_command(job, "--size", "25", "--threshold", "3")
+        arg for arg in job_command(job, "--window-readings", "25", "--threshold", "3")
         if arg != "--available-now"
     ]  # fmt: skip
     process, log = start_job([*command, "--trigger", "500ms", "--idle-advance", "2s"])

@@ -374,7 +374,7 @@ def crash_case(bootstrap: str, tmp_path: Path) -> CrashCase:
     job = Job(bootstrap, tmp_path)
     events = make_events(1_300, 500, seed=16)  # 18 batches
     job.produce(events)
-    command = job_command(job, "--size", "40", "--max-offsets-per-trigger", "100")
+    command = job_command(job, "--window-readings", "40", "--max-offsets-per-trigger", "100")
 
     def check(log: str) -> None:
         assert re.search(r"sensors job stopped: \d+ micro-batches", log)

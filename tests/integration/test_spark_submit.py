@@ -100,7 +100,7 @@ def sensors_run(installed: Installed, bootstrap: str, master: str, folder: Path)
     job = Job(bootstrap, folder)
     events = make_events(1_200, 500, seed=137)
     job.produce(events)
-    command = sensors_command(job, "--size", "30", "--max-offsets-per-trigger", "400")
+    command = sensors_command(job, "--window-readings", "30", "--max-offsets-per-trigger", "400")
     told = finish(installed, submitted(installed, master, command))
 
     def check() -> None:

@@ -89,7 +89,7 @@ def test_run_hashtags_help_shows_each_default_once(capsys: pytest.CaptureFixture
         "window size (default: 5m)",
         "window hop (slide) (default: 1m)",
         "k: hashtags per top-k record (default: 10)",
-        "Spark master (default: SPARK_MASTER, else the one spark-submit or spark-defaults.conf "
+        "Spark master (default: $SPARK_MASTER, else the one spark-submit or spark-defaults.conf "
         "set, else local[*])",
         "(default: checkpoints/hashtags)",
     ):
@@ -99,10 +99,14 @@ def test_run_hashtags_help_shows_each_default_once(capsys: pytest.CaptureFixture
 
 def test_defaults_the_help_already_states_are_not_added_again() -> None:
     helps = option_helps(PARSERS["run sensors"])
-    assert helps["--master"].startswith("Spark master (default: SPARK_MASTER, else the one")
+    assert helps["--master"].startswith("Spark master (default: $SPARK_MASTER, else the one")
     assert helps["--max-offsets-per-trigger"].endswith("0: no bound)")
     assert helps["--available-now"].endswith("then exit")
-    assert helps["--size"] == "N: readings in the window (default: 100)"
+    assert helps["--window-readings"] == (
+        "the window holds the last N readings (with --partition-by sensor, each sensor's window "
+        "its last N) (default: 100)"
+    )
+    assert "--size" not in helps
 
 
 def test_a_default_from_a_configuration_file_shows_no_credentials(

@@ -146,13 +146,19 @@ def test_an_environment_variable_beats_the_files_value_of_its_option(tmp_path: P
 
 
 def test_yaml_and_toml_give_the_same_values(tmp_path: Path) -> None:
-    toml = write(tmp_path, "a.toml", 'top = 5\n[run.sensors]\nsize = 50\npartition-by = "sensor"\n')
+    toml = write(
+        tmp_path,
+        "a.toml",
+        'top = 5\n[run.sensors]\nwindow-readings = 50\npartition-by = "sensor"\n',
+    )
     yaml = write(
-        tmp_path, "a.yml", "top: 5\nrun:\n  sensors:\n    size: 50\n    partition-by: sensor\n"
+        tmp_path,
+        "a.yml",
+        "top: 5\nrun:\n  sensors:\n    window-readings: 50\n    partition-by: sensor\n",
     )
     for path in (toml, yaml):
         sensors = parse(["--config", str(path), "run", "sensors"])
-        assert (sensors.size, sensors.partition_by) == (50, "sensor")
+        assert (sensors.window_readings, sensors.partition_by) == (50, "sensor")
         assert parse(["--config", str(path), "run", "hashtags"]).top == 5
 
 
@@ -211,7 +217,11 @@ def test_an_abbreviated_config_flag_is_still_read(toml_file: Path) -> None:
             '[run.hashtags]\navailable-now = "yes"',
             "key available-now: wants true or false, got a string",
         ),
-        ("[run.hashtags]\ninput-topic = 3", "key input-topic: wants a string, got a number"),
+        ("[run.hashtags]\ncheckpoint = 3", "key checkpoint: wants a string, got a number"),
+        (
+            '[run.hashtags]\ninput-topic = "my tweets"',
+            "key input-topic: not a Kafka topic name: 'my tweets'",
+        ),
         ('[run.hashtags]\nconf = ["novalue"]', "key conf: wants KEY=VALUE items, got 'novalue'"),
         ('[run.hashtags]\nconf = "a=b"', "key conf: wants a list or a table, got a string"),
         (
@@ -222,7 +232,15 @@ def test_an_abbreviated_config_flag_is_still_read(toml_file: Path) -> None:
         ("[run.hashtags]\nmax-offsets-per-trigger = -1", "want a whole number >= 0, got '-1'"),
         (
             'size = "5m"',
-            "top level, key size: want a whole number >= 1, got '5m' (for run sensors)",
+            "top level, key size: is now window-readings (a number of readings) (for run sensors)",
+        ),
+        (
+            "window-readings = 0",
+            "top level, key window-readings: want a whole number >= 1, got '0'",
+        ),
+        (
+            '[run.hashtags]\nstarting-offsets = "middle"',
+            "key starting-offsets: want earliest, latest, or a JSON object of offsets",
         ),
         ('kafka-option = ["acks=all"]', "put librdkafka settings in the [kafka] table"),
         ("[kafka]\nacks = [1]", "table [kafka], key acks: wants strings, numbers or booleans"),
@@ -298,7 +316,7 @@ def test_window_checks_stop_the_job_before_kafka_or_spark(
     too_wide = write(tmp_path, "wide.toml", '[run.hashtags]\nsize = "1m"\nhop = "2m"\n')
     lines = errors(["--config", str(too_wide), "run", "hashtags"], capsys)
     assert lines == [
-        "trending: error: hop (120000ms) must not exceed size (60000ms): "
+        "trending run hashtags: error: hop (120000ms) must not exceed size (60000ms): "
         "every instant must belong to a window"
     ]
     no_top = write(tmp_path, "top.yaml", "run:\n  hashtags:\n    top: 0\n")
@@ -400,6 +418,15 @@ def test_config_show_runs_from_the_command_line(
     assert shown["count"] == ("500", f"file {toml_file} [produce.tweets]")
     assert shown["sasl.username"] == ("file-user", f"file {toml_file} [kafka]")
     assert errors(["config", "show", "run"], capsys) == [
-        "trending: error: config show wants a command: "
-        "trending run takes hashtags, sensors, windows"
+        "trending config show: error: want a command: trending run takes hashtags, sensors, windows"
     ]
+
+
+def test_config_show_lists_the_window_readings_and_not_the_renamed_size(tmp_path: Path) -> None:
+    path = write(tmp_path, "s.toml", "[run.sensors]\nwindow-readings = 40\n")
+    shown = rows(show(["run", "sensors"], str(path), {}))
+    assert shown["window-readings"] == ("40", f"file {path} [run.sensors]")
+    assert "size" not in shown
+    assert rows(show(["run", "sensors", "--window-readings", "7"], None, {}))[
+        "window-readings"
+    ] == ("7", "flag --window-readings")

@@ -2,7 +2,13 @@
 
 Every parser is a :class:`Parser`: it warns of a flag whose value carries a secret, and its help
 never prints one. Every parser shows defaults one way, ``(default: X)``, added by
-:class:`DefaultsHelpFormatter`: help texts do not write them by hand.
+:class:`DefaultsHelpFormatter`: help texts do not write them by hand. A number shows as it is
+typed (``100000``, ``0.05``), an environment variable as ``$NAME``, and an option's placeholder
+names the kind of its value, the same for every option of that kind (``DURATION``, ``N``,
+``TOPIC``, ...: :data:`trending.arg_types.PLACEHOLDERS`).
+
+A value a command refuses after parsing (a hop longer than the size, a spec file that does not
+parse) is an :class:`OptionError`: one line named by the sub-command, as argparse's own.
 """
 
 from __future__ import annotations
@@ -10,26 +16,34 @@ from __future__ import annotations
 import argparse
 import copy
 import difflib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NoReturn
 
 from connectors.kafka_settings import mask_url, masked_items
+from trending import arg_types
 from trending.config import secret_flag_warning
-from trending.durations import parse_duration_ms
+from trending.errors import UserError
 
 
-def duration_ms(text: str) -> int:
-    """A duration option's value (:mod:`trending.durations`) in milliseconds, for argparse."""
+class OptionError(UserError):
+    """A value given on the command line (or by the configuration file) that the command
+    refuses once parsing is done: ``trending run hashtags: error: MESSAGE``, exit code 2."""
+
+
+@contextmanager
+def checking_options() -> Iterator[None]:
+    """The checks of option values inside: a :class:`UserError` or ``ValueError`` they raise is
+    an :class:`OptionError`."""
     try:
-        return parse_duration_ms(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-
-
-def duration_s(text: str) -> float:
-    """A duration option's value (:mod:`trending.durations`) in seconds, for argparse."""
-    return duration_ms(text) / 1000
+        yield
+    except OptionError:
+        raise
+    except (UserError, ValueError) as error:
+        raise OptionError(str(error)) from error
 
 
 def masked_default(default: Any) -> Any:
@@ -46,7 +60,12 @@ class MaskedHelpFormatter(argparse.HelpFormatter):
     def _expand_help(self, action: argparse.Action) -> str:
         shown = copy.copy(action)
         shown.default = masked_default(action.default)
+        if isinstance(shown.default, float) and shown.default.is_integer():
+            shown.default = int(shown.default)  # 1000, as it is typed, not 1000.0
         return mask_url(super()._expand_help(shown))
+
+    def _get_default_metavar_for_optional(self, action: argparse.Action) -> str:
+        return placeholder(action)
 
 
 class DefaultsHelpFormatter(MaskedHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -62,6 +81,46 @@ class DefaultsHelpFormatter(MaskedHelpFormatter, argparse.ArgumentDefaultsHelpFo
         if default is None or default is False or (isinstance(default, list) and not default):
             return text
         return super()._get_help_string(action)
+
+
+def placeholder(action: argparse.Action) -> str:
+    """The placeholder of an option's value when the option names none: by the type of the
+    value (:data:`trending.arg_types.PLACEHOLDERS`), else by its name (``--input-topic TOPIC``,
+    ``--metrics-host HOST``), else the name itself."""
+    known = arg_types.PLACEHOLDERS.get(action.type) if callable(action.type) else None
+    if known:
+        return known
+    for ending, shown in (("topic", "TOPIC"), ("host", "HOST"), ("url", "URL")):
+        if action.dest == ending or action.dest.endswith(f"_{ending}"):
+            return shown
+    return action.dest.upper()
+
+
+class Renamed(argparse.Action):
+    """An option that has a new name (``run sensors --size``, now ``--window-readings``): left
+    out of ``--help``; given on the command line it is one error line that names the new
+    option, and so is its key in a configuration file."""
+
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, *, now: str, what: str, **_: Any
+    ) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs="?",
+            default=argparse.SUPPRESS,
+            type=arg_types.retired(now.lstrip("-"), what),
+            help=argparse.SUPPRESS,
+        )
+        self.message = f"{option_strings[-1]} is now {now} ({what})"
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        parser.error(self.message)
+
+
+def hidden(action: argparse.Action) -> bool:
+    """Whether ``--help`` leaves ``action`` out (a :class:`Renamed` option)."""
+    return action.help == argparse.SUPPRESS
 
 
 _NUMBERS = {int: "a whole number", float: "a number"}
@@ -82,6 +141,8 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        if isinstance(action, Renamed):
+            self.error(action.message)
         names = [name[2:] for name in action.option_strings if name.startswith("--")]
         for text in arg_strings if names else ():
             warning = secret_flag_warning(names[0], text, action.metavar == "KEY=VALUE")
@@ -114,14 +175,33 @@ class Parser(argparse.ArgumentParser):
         if not flags:
             return f"unrecognized argument {extras[0]!r}"
         name = flags[0].partition("=")[0]
-        known = [s for action in self._actions for s in action.option_strings]
+        known = [s for action in self._actions if not hidden(action) for s in action.option_strings]
         close = difflib.get_close_matches(name, known, n=1)
         return f"unrecognized option {name}" + (f"; did you mean {close[0]}?" if close else "")
 
     def error(self, message: str) -> NoReturn:
         """One line, ``trending run hashtags: error: MESSAGE``, and exit code 2 (argparse prints
         the usage too; ``--help`` shows it)."""
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+        self.exit(2, error_line(self.prog, message))
+
+
+def error_line(prog: str, message: str) -> str:
+    """``PROG: error: MESSAGE`` on one line."""
+    return f"{prog}: error: {' '.join(message.split())}\n"
+
+
+def writable_dir(path: Path, flag: str) -> Path:
+    """``path``, created if missing, when this process can write there; else an
+    :class:`OptionError` naming ``flag`` (``--data-dir``)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OptionError(f"{flag} {path}: cannot create it: {error.strerror or error}") from None
+    except ValueError as error:  # a NUL in the name
+        raise OptionError(f"{flag} {str(path)!r}: {error}") from None
+    if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
+        raise OptionError(f"{flag} {path}: not a folder this user can write to")
+    return path
 
 
 def require_kafka(bootstrap: str, kafka_options: dict[str, str], timeout_s: float = 20) -> None:
@@ -129,7 +209,6 @@ def require_kafka(bootstrap: str, kafka_options: dict[str, str], timeout_s: floa
     how to get one, before any Kafka client of the command is made (so no client logs its
     failed connection attempts meanwhile)."""
     from connectors.kafka import CredentialsRefused, wait_for_kafka
-    from trending.errors import UserError
 
     try:
         wait_for_kafka(bootstrap, timeout=timeout_s, extra=kafka_options)
@@ -138,5 +217,5 @@ def require_kafka(bootstrap: str, kafka_options: dict[str, str], timeout_s: floa
     except UserError as error:
         raise UserError(
             f"{error}: start one with `trending broker` or point --bootstrap-servers "
-            "(or KAFKA_BOOTSTRAP_SERVERS) at your cluster"
+            "(or $KAFKA_BOOTSTRAP_SERVERS) at your cluster"
         ) from error

@@ -11,7 +11,7 @@ from types import FrameType
 
 from connectors.broker import DEFAULT_DATA_DIR, DEFAULT_PORT, BrokerError, LocalBroker
 from trending import arg_types
-from trending.commands import duration_s
+from trending.commands import writable_dir
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,15 +35,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--controller-port",
         type=arg_types.port,
-        metavar="N",
-        help="KRaft controller port (default: PORT+1, or a free one if taken)",
+        help="KRaft controller port (default: --port + 1, or a free port if that one is taken)",
     )
     parser.add_argument(
-        "--timeout",
-        type=duration_s,
-        default="90s",
-        metavar="DURATION",
-        help="how long to wait for start-up",
+        "--timeout", type=arg_types.duration_s, default="90s", help="how long to wait for start-up"
     )
     parser.set_defaults(handler=run)
 
@@ -57,6 +52,7 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    writable_dir(args.data_dir, "--data-dir")
     broker = LocalBroker(args.port, args.data_dir, args.controller_port)
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     started = time.monotonic()

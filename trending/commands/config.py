@@ -18,6 +18,7 @@ from connectors.kafka_settings import (
     masked,
     masked_items,
 )
+from trending.commands import OptionError, hidden
 from trending.config import (
     CONFIG_ENV,
     KAFKA_TABLE,
@@ -32,7 +33,6 @@ from trending.config import (
     options,
     subcommands,
 )
-from trending.errors import UserError
 
 # What an unset option means, where its help says so
 _FALLBACKS = {
@@ -94,7 +94,7 @@ def show(tokens: Sequence[str], config_flag: str | None, environ: Mapping[str, s
     given = _given(leaf, flags)
     origins = {
         name: _origin(name, action, given, from_file, environ)
-        for name, action in options(leaf).items()
+        for name, action in _shown_options(leaf).items()
     }
     sections = [_header(path, config)]
     kafka: dict[str, tuple[str, str]] = {}
@@ -128,20 +128,25 @@ def _command(parser: Any, tokens: Sequence[str]) -> tuple[Command, list[str]]:
     while children := subcommands(parser):
         if not rest or rest[0] not in children:
             where = " ".join(["trending", *path])
-            message = f"config show wants a command: {where} takes {', '.join(children)}"
+            message = f"want a command: {where} takes {', '.join(children)}"
             if rest:
                 close = difflib.get_close_matches(rest[0], list(children), n=1)
                 message += f", got {rest[0]!r}" + (f" (did you mean {close[0]}?)" if close else "")
-            raise UserError(message)
+            raise OptionError(message)
         path.append(rest.pop(0))
         parser = children[path[-1]]
     return tuple(path), rest
 
 
+def _shown_options(leaf: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """The options of ``leaf`` its ``--help`` shows (not a renamed one), by name."""
+    return {name: action for name, action in options(leaf).items() if not hidden(action)}
+
+
 def _given(leaf: argparse.ArgumentParser, tokens: Sequence[str]) -> dict[str, Any]:
     """The options ``tokens`` give, by long name, as written; each value checked as the
     command checks it. Positional arguments may be left out."""
-    known = options(leaf)
+    known = _shown_options(leaf)
     types = {name: action.type for name, action in known.items()}
     for action in leaf._actions:
         if not action.option_strings:

@@ -22,7 +22,7 @@ from connectors.avro import (
 )
 from connectors.kafka import add_kafka_arguments, consumer, kafka_from_args
 from trending import arg_types
-from trending.commands import duration_s, require_kafka
+from trending.commands import OptionError, checking_options, require_kafka
 from trending.errors import UserError
 from trending.metrics import add_metrics_arguments, serve_metrics
 
@@ -41,17 +41,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "sensor-late*, interval-events-late*, *-dlq/*.dlq/*dead-letter* -> dead_letter. Bytes "
         "fields print as base64; timestamps as epoch ms with --json.",
     )
-    parser.add_argument("topic", metavar="TOPIC", help="the topic to read")
+    parser.add_argument("topic", type=arg_types.topic, metavar="TOPIC", help="the topic to read")
     parser.add_argument("--from-beginning", action="store_true", help="read all, not only new")
     parser.add_argument("--json", action="store_true", help="compact JSON of each value")
     parser.add_argument(
         "--idle-timeout",
-        type=duration_s,
-        metavar="DURATION",
-        help="exit after this long without records, e.g. 5s",
+        type=arg_types.duration_s,
+        help="exit after this long without records, e.g. 5s (default: wait for records until "
+        "Ctrl-C)",
     )
     parser.add_argument(
-        "--max-records", type=arg_types.positive_int, metavar="N", help="exit after N records"
+        "--max-records",
+        type=arg_types.positive_int,
+        help="exit after N records (default: no limit)",
     )
     parser.add_argument("--schema", metavar="NAME", help="schema name or .avsc path to decode")
     parser.add_argument(
@@ -65,11 +67,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    bootstrap, extra = kafka_from_args(args)
+    with checking_options():
+        bootstrap, extra = kafka_from_args(args)
+        schema = args.schema or schema_for_topic(args.topic)
+        registry = resolve_registry_url(args.schema_registry_url)
+        try:
+            codec = AvroCodec(schema, registry, subject=f"{args.topic}-value")
+        except ValueError as error:  # a .avsc file that is not an Avro schema
+            raise OptionError(f"--schema {schema}: not an Avro schema: {error}") from error
     require_kafka(bootstrap, extra)
-    schema = args.schema or schema_for_topic(args.topic)
-    registry = resolve_registry_url(args.schema_registry_url)
-    codec = AvroCodec(schema, registry, subject=f"{args.topic}-value")
     metrics, server = serve_metrics("consume", args.metrics_host, args.metrics_port)
     metrics.add_topics(read=[args.topic])
     read = metrics.records_read.labels(args.topic)

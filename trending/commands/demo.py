@@ -19,7 +19,7 @@ from typing import Any
 from connectors.broker import LocalBroker, free_port
 from connectors.jvm import REPO_ROOT
 from trending import arg_types
-from trending.commands import DefaultsHelpFormatter, duration_ms
+from trending.commands import DefaultsHelpFormatter, writable_dir
 from trending.errors import UserError
 
 DEMO_DIR = REPO_ROOT / "build" / "demo"
@@ -37,18 +37,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--duration",
-        type=duration_ms,
+        type=arg_types.duration_ms,
         default="60s",
-        metavar="DURATION",
         help="how long to show live results, from the first one",
     )
     parser.add_argument(
         "--burst", type=arg_types.count, default=200_000, help="tweets produced up front"
     )
     parser.add_argument(
-        "--rate", type=arg_types.positive_float, default=2_000, help="live tweets per second after"
+        "--rate",
+        type=arg_types.positive_float,
+        default=2_000,
+        metavar="R",
+        help="live tweets per second of wall time after the burst",
     )
-    parser.add_argument("--dir", type=Path, default=DEMO_DIR, help="broker data and checkpoints")
+    parser.add_argument(
+        "--dir", type=Path, default=DEMO_DIR, metavar="DIR", help="broker data and checkpoints"
+    )
     parser.set_defaults(handler=run_demo)
 
 
@@ -57,6 +62,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from trending.view import watch_topk
 
     seconds = args.duration / 1000
+    writable_dir(args.dir, "--dir")
     run_dir = args.dir / time.strftime("%Y%m%d-%H%M%S")
     broker = LocalBroker(free_port(), args.dir / "broker")
     _say("starting a local Apache Kafka broker ...")

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from connectors.avro import REGISTRY_ENV, resolve_registry_url
 from connectors.kafka import DeliveryError, add_kafka_arguments, kafka_from_args
 from trending import arg_types
-from trending.commands import duration_ms, require_kafka
+from trending.commands import OptionError, checking_options, require_kafka
 from trending.errors import UserError
 from trending.generate import generate_tweets, produce_tweets, read_jsonl
 from trending.metrics import MetricsServer, add_metrics_arguments, serve_metrics
@@ -45,37 +45,35 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     _add_source_arguments(tweets, "tweets", "tweets", 100_000)
     tweets.add_argument(
-        "--jitter",
-        type=duration_ms,
-        default="2s",
-        metavar="DURATION",
-        help="max out-of-order delay",
+        "--jitter", type=arg_types.duration_ms, default="2s", help="max out-of-order delay"
     )
     tweets.add_argument(
-        "--vocabulary", type=arg_types.positive_int, metavar="V", default=50_000, help="hashtags"
+        "--vocabulary", type=arg_types.positive_int, default=50_000, help="distinct hashtags"
     )
     tweets.add_argument(
         "--zipf-s", type=arg_types.positive_float, metavar="S", default=1.1, help="Zipf exponent"
     )
     tweets.add_argument(
-        "--users", type=arg_types.positive_int, metavar="U", default=100_000, help="distinct users"
+        "--users", type=arg_types.positive_int, default=100_000, help="distinct users"
     )
     tweets.add_argument(
         "--burst-every",
-        type=duration_ms,
+        type=arg_types.duration_ms,
         default="10m",
-        metavar="DURATION",
-        help="a new trending tag every",
+        help="a new trending tag every this long of event time",
     )
     tweets.add_argument(
         "--burst-length",
-        type=duration_ms,
+        type=arg_types.duration_ms,
         default="3m",
-        metavar="DURATION",
-        help="of event time",
+        help="how long a burst lasts, of event time",
     )
     tweets.add_argument(
-        "--burst-share", type=arg_types.share, metavar="F", default=0.3, help="of tags in a burst"
+        "--burst-share",
+        type=arg_types.share,
+        metavar="F",
+        default=0.3,
+        help="the bursting tag's share of the tags in a burst",
     )
     _add_common_arguments(tweets)
     tweets.set_defaults(handler=run_tweets)
@@ -86,13 +84,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _add_topic_arguments(parser: argparse.ArgumentParser, topic: str) -> None:
     """The topic written to, and its partitions when it is created."""
-    parser.add_argument("--topic", default=topic, metavar="TOPIC", help="target topic")
+    parser.add_argument("--topic", type=arg_types.topic, default=topic, help="target topic")
     parser.add_argument(
         "--partitions",
         type=arg_types.positive_int,
-        metavar="P",
         default=4,
-        help="when creating the topic",
+        help="partitions of the topic when it is created",
     )
 
 
@@ -101,9 +98,7 @@ def _add_source_arguments(
 ) -> None:
     """The target topic and the records' source, generated or replayed, of a generating kind."""
     _add_topic_arguments(parser, topic)
-    parser.add_argument(
-        "--count", type=arg_types.count, metavar="N", default=count, help=f"{noun} to generate"
-    )
+    parser.add_argument("--count", type=arg_types.count, default=count, help=f"{noun} to generate")
     parser.add_argument("--from-jsonl", type=Path, metavar="FILE", help="replay a JSON-lines file")
     parser.add_argument(
         "--rate",
@@ -111,9 +106,12 @@ def _add_source_arguments(
         metavar="R",
         help=f"cap in {noun}/s of wall time (default: no cap)",
     )
-    parser.add_argument("--seed", type=int, metavar="S", default=1, help="random seed")
+    parser.add_argument("--seed", type=int, default=1, metavar="N", help="random seed, >= 0")
     parser.add_argument(
-        "--start-ms", type=int, metavar="T", help="first event time (default: to end now)"
+        "--start-ms",
+        type=arg_types.epoch_ms,
+        help="the first event time, in milliseconds since 1970 (default: so that the last "
+        "event time is about now)",
     )
     parser.add_argument(
         "--events-per-second",
@@ -144,7 +142,7 @@ def _register_readings(kinds: argparse._SubParsersAction[argparse.ArgumentParser
         fields="sensor_id, x, y, value, ts",
     )
     readings.add_argument(
-        "--sensors", type=arg_types.positive_int, metavar="K", default=100, help="sensor ids 0..K-1"
+        "--sensors", type=arg_types.positive_int, default=100, help="N sensors, ids 0 to N-1"
     )
     readings.set_defaults(handler=run_readings)
 
@@ -211,7 +209,8 @@ def _register_events(kinds: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def run_tweets(args: argparse.Namespace) -> int:
-    kafka = kafka_from_args(args)
+    with checking_options():
+        kafka = kafka_from_args(args)
     bad = _BadLines(MAX_REPORTED_BAD_LINES, quiet=args.quiet)
     if args.from_jsonl is not None:
         tweets: Records = _replay(args.from_jsonl, bad)
@@ -222,7 +221,8 @@ def run_tweets(args: argparse.Namespace) -> int:
 
 
 def run_readings(args: argparse.Namespace) -> int:
-    kafka = kafka_from_args(args)
+    with checking_options():
+        kafka = kafka_from_args(args)
     bad = _BadLines(MAX_REPORTED_BAD_LINES, quiet=args.quiet)
     if args.from_jsonl is not None:
         readings: Records = _replay(args.from_jsonl, bad, read_readings_jsonl)
@@ -235,7 +235,8 @@ def run_readings(args: argparse.Namespace) -> int:
 
 
 def run_queries(args: argparse.Namespace) -> int:
-    kafka = kafka_from_args(args)
+    with checking_options():
+        kafka = kafka_from_args(args)
     bad = _BadLines(MAX_REPORTED_BAD_LINES, quiet=args.quiet)
     if args.from_jsonl is not None:
         queries: Records = _replay(args.from_jsonl, bad, read_queries_jsonl)
@@ -248,7 +249,8 @@ def run_queries(args: argparse.Namespace) -> int:
 
 
 def run_events(args: argparse.Namespace) -> int:
-    kafka = kafka_from_args(args)
+    with checking_options():
+        kafka = kafka_from_args(args)
     bad = _BadLines(MAX_REPORTED_BAD_LINES, quiet=args.quiet)
     events = _replay(args.from_jsonl, bad, read_events_jsonl)
     return _produce(args, kafka, "events", (events, None), bad, produce_interval_events)
@@ -321,8 +323,8 @@ def _closing(server: MetricsServer | None) -> Iterator[None]:
 
 
 def _generated(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
-    if args.count < 0:
-        raise UserError("--count must be >= 0")
+    if args.seed < 0:  # as the sensor generators say it (numpy's own words name no option)
+        raise OptionError(f"seed must be >= 0, got {args.seed}")
     try:
         return generate_tweets(
             args.seed,
@@ -338,14 +340,12 @@ def _generated(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             burst_share=args.burst_share,
         )
     except ValueError as error:
-        raise UserError(str(error)) from error
+        raise OptionError(str(error)) from error
 
 
 def _generated_sensors(
     args: argparse.Namespace, generate: Callable[..., Iterator[dict[str, Any]]], **settings: Any
 ) -> Iterator[dict[str, Any]]:
-    if args.count < 0:
-        raise UserError("--count must be >= 0")
     try:
         return generate(
             args.seed,
@@ -355,7 +355,7 @@ def _generated_sensors(
             **settings,
         )
     except ValueError as error:
-        raise UserError(str(error)) from error
+        raise OptionError(str(error)) from error
 
 
 class _BadLines:
@@ -377,7 +377,9 @@ def _replay(path: Path, bad: _BadLines, reader: Reader = read_jsonl) -> Iterator
     try:
         handle = path.open(encoding="utf-8", errors="replace")
     except OSError as error:
-        raise UserError(f"cannot read {path}: {error.strerror}") from error
+        raise OptionError(f"cannot read {path}: {error.strerror or error}") from error
+    except ValueError as error:  # a NUL in the name
+        raise OptionError(f"cannot read {str(path)!r}: {error}") from error
     return _read_all(handle, bad, reader)
 
 

@@ -14,9 +14,13 @@ from connectors.kafka import (
 from connectors.kafka_settings import spark_options
 from connectors.transactions import TXN_STEP_TIMEOUT_S
 from trending import arg_types
-from trending.commands import DefaultsHelpFormatter, duration_ms, require_kafka
-from trending.durations import parse_optional_duration_ms
-from trending.errors import UserError
+from trending.commands import (
+    DefaultsHelpFormatter,
+    OptionError,
+    Renamed,
+    checking_options,
+    require_kafka,
+)
 from trending.jobs.batching import RECORDS_PER_TRIGGER_SECOND
 from trending.jobs.common import DEFAULT_SHUTDOWN_TIMEOUT_S
 from trending.jobs.hashtags import DEFAULT_WARM_UP_ROWS
@@ -24,7 +28,6 @@ from trending.lease import DEFAULT_TIMEOUT_S as DEFAULT_LEASE_TIMEOUT_S
 from trending.metrics import add_metrics_arguments
 
 if TYPE_CHECKING:
-    from trending.jobs.hashtags import HashtagJobConfig
     from trending.jobs.runtime import Job
     from trending.text.bounds import TweetBounds
 
@@ -39,35 +42,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _register_windows(jobs)
 
 
-def duration_arg(text: str) -> int:
-    """A duration (``500ms``, ``20s``, ``1m``) in milliseconds, for argparse."""
-    return duration_ms(text)
-
-
-def _positive_duration(text: str) -> int:
-    """A duration longer than zero, for argparse."""
-    value = duration_arg(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"want a duration longer than 0, got {text!r}")
-    return value
-
-
-def _optional_duration(text: str) -> int | None:
-    try:
-        return parse_optional_duration_ms(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-
-
-def _count(text: str) -> int:
-    """A whole number >= 0, for argparse."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"want a whole number >= 0, got {text!r}")
-    return value
+# A duration (``500ms``, ``20s``, ``1m``) in milliseconds, for argparse
+duration_arg = arg_types.duration_ms
 
 
 def _add_clock_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,15 +54,15 @@ def _add_clock_arguments(parser: argparse.ArgumentParser) -> None:
     )
     clock.add_argument(
         "--max-future-skew",
-        type=_optional_duration,
+        type=arg_types.optional_duration_ms,
         default="1h",
-        help="how far ahead of the clock an event time may be; 'none': no bound",
+        help="how far ahead of the clock an event time may be; none: no bound",
     )
     clock.add_argument(
         "--max-past-skew",
-        type=_optional_duration,
+        type=arg_types.optional_duration_ms,
         default="none",
-        help="how far behind the clock an event time may be; 'none': no bound",
+        help="how far behind the clock an event time may be; none: no bound",
     )
 
 
@@ -103,24 +79,29 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
         formatter_class=DefaultsHelpFormatter,
     )
     window = parser.add_argument_group("windows")
-    window.add_argument("--size", type=_positive_duration, default="5m", help="window size")
-    window.add_argument("--hop", type=_positive_duration, default="1m", help="window hop (slide)")
-    window.add_argument("--align", type=duration_arg, default="0s", help="window alignment a")
+    window.add_argument(
+        "--size", type=arg_types.positive_duration_ms, default="5m", help="window size"
+    )
+    window.add_argument(
+        "--hop", type=arg_types.positive_duration_ms, default="1m", help="window hop (slide)"
+    )
+    window.add_argument(
+        "--align", type=arg_types.duration_ms, default="0s", help="window alignment a"
+    )
     window.add_argument(
         "--top", type=arg_types.positive_int, default=10, help="k: hashtags per top-k record"
     )
     window.add_argument(
         "--lateness",
-        type=duration_arg,
+        type=arg_types.duration_ms,
         default="30s",
         help="allowed lateness behind max event time",
     )
     _add_trigger_arguments(parser, "close what the watermark allows")
     parser.add_argument(
         "--warm-up-rows",
-        type=_count,
+        type=arg_types.count,
         default=DEFAULT_WARM_UP_ROWS,
-        metavar="N",
         help="synthetic tweets run through the decoder, the hashtag function, the state store "
         "and the top-k candidates before the query starts (nothing is kept), so the first "
         "batch does not pay for JIT compilation; with --available-now at most the tweets the "
@@ -128,13 +109,26 @@ def _register_hashtags(jobs: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     _add_tweet_bounds(parser)
     topics = parser.add_argument_group("topics")
-    topics.add_argument("--input-topic", default="tweets", help="the tweets to read")
     topics.add_argument(
-        "--output-topic", default="trending-hashtags", help="each window's top-k records"
+        "--input-topic", type=arg_types.topic, default="tweets", help="the tweets to read"
     )
-    topics.add_argument("--late-topic", default="tweets-late", help="tweets behind the watermark")
     topics.add_argument(
-        "--dead-letter-topic", default="tweets-dlq", help="undecodable or out-of-bounds records"
+        "--output-topic",
+        type=arg_types.topic,
+        default="trending-hashtags",
+        help="each window's top-k records",
+    )
+    topics.add_argument(
+        "--late-topic",
+        type=arg_types.topic,
+        default="tweets-late",
+        help="tweets behind the watermark",
+    )
+    topics.add_argument(
+        "--dead-letter-topic",
+        type=arg_types.topic,
+        default="tweets-dlq",
+        help="undecodable or out-of-bounds records",
     )
     _add_spark_arguments(parser, topics, "checkpoints/hashtags")
     parser.set_defaults(handler=run_hashtags)
@@ -147,21 +141,18 @@ def _add_tweet_bounds(parser: argparse.ArgumentParser) -> None:
         "bounds", "a tweet beyond one is a dead letter whose reason names the flag"
     )
     default = TweetBounds()
-    for flag, metavar, text in (
-        ("--max-text-chars", "N", "characters of a tweet's text"),
-        ("--max-hashtags", "N", "hashtags in one tweet"),
-        ("--max-hashtag-chars", "N", "characters of one hashtag, without its #"),
+    for flag, text in (
+        ("--max-text-chars", "characters of a tweet's text"),
+        ("--max-hashtags", "hashtags in one tweet"),
+        ("--max-hashtag-chars", "characters of one hashtag, without its #"),
         (
             "--max-url-scan-steps",
-            "N",
             "regex steps per character that finding a text's URLs may take (the hashtag rule "
             "drops hashtags inside URLs; crafted text can make that scan super-linear)",
         ),
     ):
         name = flag[2:].replace("-", "_")
-        bounds.add_argument(
-            flag, type=_count, default=getattr(default, name), metavar=metavar, help=text
-        )
+        bounds.add_argument(flag, type=arg_types.count, default=getattr(default, name), help=text)
 
 
 def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -181,7 +172,14 @@ def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     window = parser.add_argument_group("window")
     window.add_argument(
-        "--size", type=arg_types.positive_int, default=100, help="N: readings in the window"
+        "--window-readings",
+        type=arg_types.positive_int,
+        default=100,
+        help="the window holds the last N readings (with --partition-by sensor, each sensor's "
+        "window its last N)",
+    )
+    window.add_argument(
+        "--size", action=Renamed, now="--window-readings", what="a number of readings"
     )
     window.add_argument(
         "--threshold",
@@ -190,46 +188,69 @@ def _register_sensors(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
         help="matches that make an evicted reading popular",
     )
     window.add_argument(
-        "--lateness", type=duration_arg, default="5s", help="allowed lateness behind max event time"
+        "--lateness",
+        type=arg_types.duration_ms,
+        default="5s",
+        help="allowed lateness behind max event time",
     )
     window.add_argument(
         "--partition-by",
         choices=("none", "sensor"),
         default="none",
-        help="sensor: a window of the last N readings per sensor",
+        help="sensor: one window per sensor, of its last --window-readings readings",
     )
     window.add_argument(
         "--cell-size",
         type=arg_types.positive_float,
         default=0.05,
+        metavar="D",
         help="side of the grid cells that index the window; about the queries' typical distance",
     )
     window.add_argument(
         "--max-query-cells",
-        type=_count,
+        type=arg_types.count,
         default=4_096,
-        metavar="N",
         help="a query whose square covers more grid cells than this probes every cell that "
         "holds readings instead (the same matches; bounded work for any distance)",
     )
     _add_trigger_arguments(parser, "apply what the final watermark allows")
     topics = parser.add_argument_group("topics")
     topics.add_argument(
-        "--readings-topic", default="sensor-readings", help="the sensor readings to read"
+        "--readings-topic",
+        type=arg_types.topic,
+        default="sensor-readings",
+        help="the sensor readings to read",
     )
-    topics.add_argument("--queries-topic", default="sensor-queries", help="the queries to read")
     topics.add_argument(
-        "--matches-topic", default="sensor-matches", help="one record per match of a query"
+        "--queries-topic",
+        type=arg_types.topic,
+        default="sensor-queries",
+        help="the queries to read",
+    )
+    topics.add_argument(
+        "--matches-topic",
+        type=arg_types.topic,
+        default="sensor-matches",
+        help="one record per match of a query",
     )
     topics.add_argument(
         "--popular-topic",
+        type=arg_types.topic,
         default="popular-readings",
         help="evicted readings matched at least --threshold times",
     )
     topics.add_argument(
-        "--late-topic", default="sensor-late", help="readings and queries behind the watermark"
+        "--late-topic",
+        type=arg_types.topic,
+        default="sensor-late",
+        help="readings and queries behind the watermark",
     )
-    topics.add_argument("--dead-letter-topic", default="sensor-dlq", help="undecodable records")
+    topics.add_argument(
+        "--dead-letter-topic",
+        type=arg_types.topic,
+        default="sensor-dlq",
+        help="undecodable records",
+    )
     _add_spark_arguments(parser, topics, "checkpoints/sensors")
     parser.set_defaults(handler=run_sensors)
 
@@ -247,10 +268,18 @@ def _register_windows(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
         ),
         formatter_class=DefaultsHelpFormatter,
     )
-    parser.add_argument("spec", metavar="SPEC", help="the spec file (.json, else YAML)")
+    parser.add_argument(
+        "spec",
+        metavar="SPEC",
+        help="the temporal window spec file, JSON (.json) or YAML, as trending windows replay "
+        "takes it",
+    )
     window = parser.add_argument_group("windows")
     window.add_argument(
-        "--lateness", type=duration_arg, default="5s", help="allowed lateness behind max sync time"
+        "--lateness",
+        type=arg_types.duration_ms,
+        default="5s",
+        help="allowed lateness behind max sync time",
     )
     window.add_argument(
         "--keep-open",
@@ -261,17 +290,27 @@ def _register_windows(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
     topics = parser.add_argument_group("topics")
     topics.add_argument(
         "--input-topic",
+        type=arg_types.topic,
         default="interval-events",
         help="the interval events, edges and CTIs to read",
     )
     topics.add_argument(
-        "--output-topic", default="window-rows", help="the window rows, each once it is final"
+        "--output-topic",
+        type=arg_types.topic,
+        default="window-rows",
+        help="the window rows, each once it is final",
     )
     topics.add_argument(
-        "--late-topic", default="interval-events-late", help="events behind the watermark"
+        "--late-topic",
+        type=arg_types.topic,
+        default="interval-events-late",
+        help="events behind the watermark",
     )
     topics.add_argument(
-        "--dead-letter-topic", default="interval-events-dlq", help="undecodable or invalid events"
+        "--dead-letter-topic",
+        type=arg_types.topic,
+        default="interval-events-dlq",
+        help="undecodable or invalid events",
     )
     _add_spark_arguments(parser, topics, "checkpoints/windows")
     parser.set_defaults(handler=run_windows)
@@ -279,7 +318,9 @@ def _register_windows(jobs: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def _add_trigger_arguments(parser: argparse.ArgumentParser, at_end: str) -> None:
     trig = parser.add_argument_group("triggers")
-    trig.add_argument("--trigger", type=duration_arg, default="1s", help="processing-time trigger")
+    trig.add_argument(
+        "--trigger", type=arg_types.duration_ms, default="1s", help="processing-time trigger"
+    )
     trig.add_argument(
         "--available-now",
         action="store_true",
@@ -287,26 +328,25 @@ def _add_trigger_arguments(parser: argparse.ArgumentParser, at_end: str) -> None
     )
     trig.add_argument(
         "--idle-advance",
-        type=_positive_duration,
+        type=arg_types.positive_duration_ms,
         default=None,
-        metavar="DURATION",
         help="when no input has arrived for this long (wall clock), advance the job's event time "
         "by the time that passed, so the last windows close and their finals are published; "
         "events that come later behind it are late (default: off; not with --available-now)",
     )
     trig.add_argument(
         "--max-offsets-per-trigger",
-        type=_count,
+        type=arg_types.count,
         default=None,
-        metavar="N",
         help="records per micro-batch at most, also when catching up on a backlog (default: "
-        f"{RECORDS_PER_TRIGGER_SECOND:,} per second of --trigger, at least "
-        f"{RECORDS_PER_TRIGGER_SECOND:,}; 0: no bound)",
+        f"{RECORDS_PER_TRIGGER_SECOND} per second of --trigger, at least "
+        f"{RECORDS_PER_TRIGGER_SECOND}; 0: no bound)",
     )
     trig.add_argument(
         "--starting-offsets",
+        type=arg_types.starting_offsets,
         default="earliest",
-        help="where a new checkpoint starts: earliest, latest or Spark's JSON form",
+        help=f"where a new checkpoint starts in each partition: {arg_types.STARTING_OFFSETS}",
     )
 
 
@@ -322,8 +362,8 @@ def _add_spark_arguments(
         "--schema-registry-url",
         default=None,
         help="use the Confluent wire format (default: $SCHEMA_REGISTRY_URL; none: plain Avro); "
-        "the registry client's settings come from TRENDING_SCHEMA_REGISTRY_<NAME> variables, "
-        "e.g. TRENDING_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO",
+        "the registry client's settings come from $TRENDING_SCHEMA_REGISTRY_<NAME> variables, "
+        "e.g. $TRENDING_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO",
     )
     add_kafka_arguments(parser)
     spark = parser.add_argument_group("spark")
@@ -331,19 +371,20 @@ def _add_spark_arguments(
         "--master",
         type=arg_types.master,
         default=None,
-        help="Spark master (default: SPARK_MASTER, else the one spark-submit or "
+        help="Spark master (default: $SPARK_MASTER, else the one spark-submit or "
         "spark-defaults.conf set, else local[*]); under spark-submit, spark-submit's own",
     )
     spark.add_argument(
         "--checkpoint",
         default=checkpoint,
+        metavar="DIR",
         help="checkpoint location, any path Spark accepts (a folder, file://, hdfs://, s3a://): "
         "on a cluster, storage the driver and every executor reach; a new location starts a "
         "new job",
     )
     spark.add_argument(
         "--lease-timeout",
-        type=duration_arg,
+        type=arg_types.duration_ms,
         default=f"{DEFAULT_LEASE_TIMEOUT_S:g}s",
         help="one process per checkpoint: a job that finds the checkpoint's owner alive refuses "
         "to start; an owner gone from this host is taken over at once, one elsewhere after this "
@@ -351,7 +392,7 @@ def _add_spark_arguments(
     )
     spark.add_argument(
         "--shutdown-timeout",
-        type=duration_arg,
+        type=arg_types.duration_ms,
         default=f"{DEFAULT_SHUTDOWN_TIMEOUT_S:g}s",
         help="on SIGTERM or Ctrl-C the micro-batch in progress finishes and commits first, for "
         "this long at most (then it is cut short, and done again on the next start); a second "
@@ -359,7 +400,7 @@ def _add_spark_arguments(
     )
     spark.add_argument(
         "--kafka-step-timeout",
-        type=duration_arg,
+        type=arg_types.duration_ms,
         default=f"{TXN_STEP_TIMEOUT_S:g}s",
         help="how long one step of a batch's Kafka transaction (flush, offsets, commit) may "
         "take; then the producer is replaced and the batch sent again",
@@ -394,22 +435,23 @@ def run_hashtags(args: argparse.Namespace) -> int:
     """Run the hashtags job until it ends (available-now), is stopped, or fails."""
     from trending.jobs.hashtags import HashtagJobConfig
 
-    bootstrap, kafka_options = kafka_from_args(args)
-    config = HashtagJobConfig(
-        input_topic=args.input_topic,
-        output_topic=args.output_topic,
-        late_topic=args.late_topic,
-        dead_letter_topic=args.dead_letter_topic,
-        size_ms=args.size,
-        hop_ms=args.hop,
-        align_ms=args.align,
-        k=args.top,
-        lateness_ms=args.lateness,
-        warm_up_rows=args.warm_up_rows,
-        bounds=_tweet_bounds(args),
-        **_job_settings(args, bootstrap, kafka_options),
-    )
-    _validate(config)
+    with checking_options():
+        bootstrap, kafka_options = kafka_from_args(args)
+        config = HashtagJobConfig(
+            input_topic=args.input_topic,
+            output_topic=args.output_topic,
+            late_topic=args.late_topic,
+            dead_letter_topic=args.dead_letter_topic,
+            size_ms=args.size,
+            hop_ms=args.hop,
+            align_ms=args.align,
+            k=args.top,
+            lateness_ms=args.lateness,
+            warm_up_rows=args.warm_up_rows,
+            bounds=_tweet_bounds(args),
+            **_job_settings(args, bootstrap, kafka_options),
+        )
+        _ = config.windows  # a hop longer than the size, ...
     _wait_for_kafka(bootstrap, kafka_options)
     from trending.jobs.hashtags import HASHTAGS
 
@@ -420,23 +462,24 @@ def run_sensors(args: argparse.Namespace) -> int:
     """Run the sensor job until it ends (available-now), is stopped, or fails."""
     from trending.jobs.sensors import SensorJobConfig
 
-    bootstrap, kafka_options = kafka_from_args(args)
-    config = SensorJobConfig(
-        readings_topic=args.readings_topic,
-        queries_topic=args.queries_topic,
-        matches_topic=args.matches_topic,
-        popular_topic=args.popular_topic,
-        late_topic=args.late_topic,
-        dead_letter_topic=args.dead_letter_topic,
-        size=args.size,
-        threshold=args.threshold,
-        lateness_ms=args.lateness,
-        partition_by_sensor=args.partition_by == "sensor",
-        cell_size=args.cell_size,
-        max_query_cells=args.max_query_cells,
-        **_job_settings(args, bootstrap, kafka_options),
-    )
-    config.validate()
+    with checking_options():
+        bootstrap, kafka_options = kafka_from_args(args)
+        config = SensorJobConfig(
+            readings_topic=args.readings_topic,
+            queries_topic=args.queries_topic,
+            matches_topic=args.matches_topic,
+            popular_topic=args.popular_topic,
+            late_topic=args.late_topic,
+            dead_letter_topic=args.dead_letter_topic,
+            size=args.window_readings,
+            threshold=args.threshold,
+            lateness_ms=args.lateness,
+            partition_by_sensor=args.partition_by == "sensor",
+            cell_size=args.cell_size,
+            max_query_cells=args.max_query_cells,
+            **_job_settings(args, bootstrap, kafka_options),
+        )
+        config.validate()
     _wait_for_kafka(bootstrap, kafka_options)
     from trending.jobs.sensors import SENSORS
 
@@ -452,21 +495,22 @@ def run_windows(args: argparse.Namespace) -> int:
     try:
         spec = load_spec(args.spec)
     except ReplayError as error:
-        raise UserError(str(error)) from error
+        raise OptionError(str(error)) from error
     if not isinstance(spec, dict):
-        raise UserError(f"spec {args.spec} is not a mapping")
-    bootstrap, kafka_options = kafka_from_args(args)
-    config = WindowsJobConfig(
-        spec=spec,
-        input_topic=args.input_topic,
-        output_topic=args.output_topic,
-        late_topic=args.late_topic,
-        dead_letter_topic=args.dead_letter_topic,
-        lateness_ms=args.lateness,
-        keep_open=args.keep_open,
-        **_job_settings(args, bootstrap, kafka_options),
-    )
-    config.validate()
+        raise OptionError(f"spec {args.spec} is not a mapping")
+    with checking_options():
+        bootstrap, kafka_options = kafka_from_args(args)
+        config = WindowsJobConfig(
+            spec=spec,
+            input_topic=args.input_topic,
+            output_topic=args.output_topic,
+            late_topic=args.late_topic,
+            dead_letter_topic=args.dead_letter_topic,
+            lateness_ms=args.lateness,
+            keep_open=args.keep_open,
+            **_job_settings(args, bootstrap, kafka_options),
+        )
+        config.validate()
     _wait_for_kafka(bootstrap, kafka_options)
     from trending.jobs.windows import WINDOWS
 
@@ -479,7 +523,7 @@ def _job_settings(
     """The :class:`trending.jobs.common.JobSettings` fields, from the shared arguments."""
     registry = args.schema_registry_url or os.environ.get("SCHEMA_REGISTRY_URL")
     if args.idle_advance is not None and args.available_now:
-        raise UserError(
+        raise OptionError(
             "--idle-advance moves event time on while a running job waits for input; "
             "--available-now ends when the input does: give one of them"
         )
@@ -515,20 +559,11 @@ def _wait_for_kafka(bootstrap: str, kafka_options: dict[str, str]) -> None:
 def _tweet_bounds(args: argparse.Namespace) -> TweetBounds:
     from trending.text.bounds import TweetBounds
 
-    try:
+    with checking_options():
         return TweetBounds(
             args.max_text_chars, args.max_hashtags, args.max_hashtag_chars,
             args.max_url_scan_steps,
         )  # fmt: skip
-    except ValueError as error:
-        raise UserError(str(error)) from error
-
-
-def _validate(config: HashtagJobConfig) -> None:
-    try:
-        _ = config.windows
-    except ValueError as error:
-        raise UserError(str(error)) from error
 
 
 def run_job(job: Job[Any], config: Any, args: argparse.Namespace) -> int:

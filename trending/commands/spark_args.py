@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Print what spark-submit needs to run any trending command: Spark's Kafka and Avro "
             "connectors and twitter-text as --packages (for the installed Spark version; a "
-            "folder of jars instead when TRENDING_JARS_DIR is set), the project's jar as --jars, "
+            "folder of jars instead when $TRENDING_JARS_DIR is set), the project's jar as --jars, "
             "then the application file. Use it in place of an application: "
             "spark-submit --master spark://HOST:7077 $(trending spark-args) run hashtags ..."
         ),

@@ -41,7 +41,8 @@ from connectors.avro import (
 )
 from connectors.kafka import add_kafka_arguments, consumer, kafka_from_args
 from connectors.kafka_settings import mask_url
-from trending.commands import duration_s, require_kafka
+from trending import arg_types
+from trending.commands import require_kafka
 from trending.errors import UserError
 from trending.view import (
     Board,
@@ -96,7 +97,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "written, and how many records did not decode; with --metrics-url, the job's input lag "
         "and rates. Reads committed records only and commits nothing. Ctrl-C stops it.",
     )
-    parser.add_argument("topic", metavar="TOPIC", help="the result topic to show")
+    parser.add_argument(
+        "topic", type=arg_types.topic, metavar="TOPIC", help="the result topic to show"
+    )
     parser.add_argument(
         "--kind",
         choices=("auto", *KINDS),
@@ -117,8 +120,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--duration",
-        type=duration_s,
-        metavar="DURATION",
+        type=arg_types.duration_s,
         help="stop after this long, e.g. 30s (default: until Ctrl-C)",
     )
     parser.add_argument(
@@ -126,7 +128,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=metrics_url,
         metavar="URL",
         help="the job's Prometheus endpoint, e.g. http://localhost:9108/metrics: show its input "
-        f"lag and rates, read every {METRICS_EVERY_S:g} s (default: not shown)",
+        f"lag and rates, read every {METRICS_EVERY_S:g}s (default: not shown)",
     )
     parser.add_argument(
         "--schema-registry-url",

@@ -16,8 +16,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from trending.commands import RawDescriptionFormatter
-from trending.errors import UserError
+from trending.commands import OptionError, RawDescriptionFormatter
 from trending.windows.replay import ReplayError, replay
 from trending.windows.spl.spec import SpecError
 
@@ -26,11 +25,17 @@ PROG = "trending windows replay"
 REPLAY_DESCRIPTION = """\
 Replay a window spec over JSON lines: trending windows replay SPEC < in > out
 
-SPEC is a JSON or YAML file holding an SPL window spec (trending/windows/spl/spec.py) or a
-temporal one (StreamInsight windows, trending/windows/temporal/spec.py): kind hopping,
-snapshot, count or alter, or tumbling with a duration, is temporal (input and output lines:
-trending/windows/temporal_replay.py); sliding, or tumbling with an evict, is SPL. For an SPL
-spec, each input line is one JSON object:
+SPEC is a JSON or YAML file holding one window spec; its kind decides which windows run:
+
+  an SPL window (IBM Streams): kind sliding, or tumbling with an evict policy, e.g.
+    {"kind": "sliding", "evict": {"count": 4}, "trigger": {"count": 2}, "partition_by": "p"}
+  a temporal window (StreamInsight): kind hopping, snapshot, count or alter, or tumbling
+  with a duration, e.g.
+    {"kind": "hopping", "duration": "5s", "hop": "2s", "aggregate": "count"}
+
+Every field of both kinds, and the input and output lines of a temporal spec, are described
+in the documentation, page Windows on sample data and on Kafka (docs/jobs/windows.md). For an
+SPL spec, each input line is one JSON object:
 
   {"tuple": {...}}  insert a tuple (into the partition tuple[partition_by] if the spec has
                     partition_by) at the current clock time,
@@ -45,8 +50,13 @@ Each output line is one window event, in the order the events fire:
 P is the partition key (null for a non-partitioned window); tuples (oldest first) is the
 window content for trigger, initial_full, flush and partition events and the tuple concerned
 for insert and evict events. Flush events of a window with summaries also carry
-"summary": {...}. Blank input lines are skipped; a malformed line stops the replay with an
-error naming its line number (exit code 2).
+"summary": {...}. For a temporal spec, each input line is an interval event
+{"start": T, "end": T, "key": K, "value": V, "id": ID} (no end: a start edge), an end edge
+{"end_edge": ID, "end": T} or a CTI {"cti": T}, times as ISO-8601 or epoch milliseconds; each
+output line is a row {"start": T, "end": T, "key": K, "value": V} once a CTI makes it final.
+
+Blank input lines are skipped; a malformed line stops the replay with an error naming its line
+number (exit code 2).
 """
 
 
@@ -72,13 +82,15 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         run(args.spec, sys.stdin, sys.stdout)
     except ReplayError as error:
-        raise UserError(str(error)) from error
+        raise OptionError(str(error)) from error
     return 0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The replay tool's arguments (shared by :func:`main` and the ``trending`` command)."""
-    parser.add_argument("spec", metavar="SPEC", help="window spec file (JSON or YAML)")
+    parser.add_argument(
+        "spec", metavar="SPEC", help="the window spec file, JSON (.json) or YAML, SPL or temporal"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

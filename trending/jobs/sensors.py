@@ -91,7 +91,7 @@ class SensorJobConfig(JobSettings):
     def validate(self) -> None:
         """Raise :class:`UserError` for settings no window can run with."""
         if self.size <= 0:
-            raise UserError(f"--size must be positive, got {self.size}")
+            raise UserError(f"--window-readings must be positive, got {self.size}")
         if self.threshold < 0:
             raise UserError(f"--threshold must be >= 0, got {self.threshold}")
         if self.lateness_ms < 0:
