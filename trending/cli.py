@@ -159,8 +159,9 @@ def command_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str
 
 class JsonLogFormatter(logging.Formatter):
     """One JSON object a line: ``time`` (ISO 8601, UTC), ``level``, ``job`` (the sub-command),
-    ``batch`` (the micro-batch a record is about, else null) and ``message`` (with the
-    traceback of an exception, if any)."""
+    ``batch`` (the micro-batch a record is about, else null), ``logger`` (the logger's name, as
+    the driver JVM's lines have it) and ``message`` (with the traceback of an exception, if
+    any)."""
 
     def __init__(self, job: str) -> None:
         super().__init__()
@@ -176,6 +177,7 @@ class JsonLogFormatter(logging.Formatter):
             "level": record.levelname,
             "job": self.job,
             "batch": getattr(record, "batch", None),
+            "logger": record.name,
             "message": message,
         }
         return json.dumps(entry, ensure_ascii=False, default=str)

@@ -23,7 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found]
 
-KEYS = {"time", "level", "job", "batch", "message"}
+KEYS = {"time", "level", "job", "batch", "logger", "message"}
 
 
 @pytest.fixture
