@@ -48,6 +48,19 @@ def positive_int(text: str) -> int:
     return _at_most_largest(value, text)
 
 
+def positive_int_up_to(limit: int) -> Callable[[str], int]:
+    """A whole number from 1 to ``limit``: for sizes a command holds in memory at once."""
+
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"want a whole number from 1 to {limit}, got {text!r}")
+        return value
+
+    parse.__name__ = "positive_int"
+    return parse
+
+
 def _at_most_largest(value: int, text: str) -> int:
     if value > LARGEST:
         raise argparse.ArgumentTypeError(f"want a whole number <= {LARGEST}, got {text!r}")

@@ -382,6 +382,14 @@ def test_other_starting_offsets_are_refused_while_parsing(
             "argument --trigger: duration '99999999999999999999999' is too long: at most "
             "9223372036854775807ms",
         ),
+        (  # the generator holds every distinct user in memory
+            ["produce", "tweets", "--users", "10000001"],
+            "argument --users: want a whole number from 1 to 10000000, got '10000001'",
+        ),
+        (
+            ["produce", "tweets", "--vocabulary", "2147483647"],
+            "argument --vocabulary: want a whole number from 1 to 10000000, got '2147483647'",
+        ),
         (
             ["produce", "tweets", "--start-ms", "99999999999999999999999"],
             "argument --start-ms: want milliseconds since 1970 from 0 to 253402300799999 "

@@ -29,6 +29,8 @@ from trending.sensors_data import (
 from trending.temporal_data import produce_interval_events, read_events_jsonl
 
 MAX_REPORTED_BAD_LINES = 20
+# The generator holds each distinct user and hashtag (and its Zipf weight) in memory.
+DISTINCT = arg_types.positive_int_up_to(10_000_000)
 Records = Iterable[Mapping[str, Any]]
 Reader = Callable[[Iterable[str], Callable[[int, str], None]], Iterator[dict[str, Any]]]
 Write = Callable[..., int]
@@ -48,13 +50,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--jitter", type=arg_types.duration_ms, default="2s", help="max out-of-order delay"
     )
     tweets.add_argument(
-        "--vocabulary", type=arg_types.positive_int, default=50_000, help="distinct hashtags"
+        "--vocabulary", type=DISTINCT, metavar="N", default=50_000, help="distinct hashtags"
     )
     tweets.add_argument(
         "--zipf-s", type=arg_types.positive_float, metavar="S", default=1.1, help="Zipf exponent"
     )
     tweets.add_argument(
-        "--users", type=arg_types.positive_int, default=100_000, help="distinct users"
+        "--users", type=DISTINCT, metavar="N", default=100_000, help="distinct users"
     )
     tweets.add_argument(
         "--burst-every",
