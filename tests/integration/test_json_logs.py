@@ -77,8 +77,9 @@ def test_the_driver_writes_one_json_object_a_line() -> None:
     probe = found("trending.test.probe", 'probe "quoted"\nsecond line')
     assert probe["level"] == "ERROR"
     assert "java.lang.IllegalStateException: boom\n\tat " in str(probe["message"])
-    assert found(None, "a line on the JVM's standard output")["level"] == "INFO"
+    assert found("spark", "a line on the JVM's standard output")["level"] == "INFO"
     kafka = [e for e in entries if "[rdkafka#producer-" in str(e["message"])]
     assert kafka and all(e["level"] in ("ERROR", "WARNING", "INFO") for e in kafka), entries
+    assert all(e["logger"] == "trending.kafka" for e in kafka), kafka
     incubator = [e for e in entries if "Using incubator modules" in str(e["message"])]
     assert all(e["level"] == "WARNING" for e in incubator)  # JDKs that have the module print it
