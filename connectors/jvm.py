@@ -26,6 +26,8 @@ from trending.errors import UserError
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MIN_JAVA = 17
 JARS_ENV = "TRENDING_JARS_DIR"
+# Where a JVM's options are chosen outside Spark's settings (spark-submit's and the JVM's own)
+JAVA_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")
 _FETCH = "(Java 17+ and Maven 3; it fetches them from Maven Central once)"
 _FILLED = f"a build/jars folder filled by `make jars` in a checkout of the project {_FETCH}"
 

@@ -26,14 +26,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from connectors.jvm import ClassArchive, java_executable
+from connectors.jvm import JAVA_OPTION_VARIABLES, ClassArchive, java_executable
 from trending.status import say
 
 log = logging.getLogger(__name__)
 
 ENV = "TRENDING_CLASS_ARCHIVE"
 NAME = "spark-driver"
-_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")
 _SHARING_FLAG = re.compile(r"-XX:(SharedArchiveFile|ArchiveClassesAtExit)=|-Xshare:")
 # How long a stopping driver may take to write the archive before it is given up.
 DUMP_TIMEOUT_S = 180.0
@@ -54,7 +53,7 @@ def folder(environ: Mapping[str, str]) -> Path | None:
 
 def chosen_elsewhere(environ: Mapping[str, str]) -> bool:
     """Whether the environment already names an archive or sharing mode for the JVM."""
-    return any(_SHARING_FLAG.search(environ.get(name, "")) for name in _OPTION_VARIABLES)
+    return any(_SHARING_FLAG.search(environ.get(name, "")) for name in JAVA_OPTION_VARIABLES)
 
 
 def driver_archive(environ: Mapping[str, str]) -> ClassArchive | None:

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connectors.jvm import JARS_ENV, java_executable
+from connectors.jvm import JARS_ENV, JAVA_OPTION_VARIABLES, java_executable
 from connectors.kafka_settings import carries_secret
 from trending.errors import UserError
 from trending.spark import class_archive, deps, warm_start
@@ -49,8 +49,7 @@ EXECUTOR_OPTIONS_CONF = "spark.executor.extraJavaOptions"
 # state off the heap (RocksDB), so G1's concurrent work costs more than its short pauses save
 # (bench-trending: the job ~20% faster, Spark's built-in window count ~8%).
 THROUGHPUT_GC = "-XX:+UseParallelGC"
-# Where else a JVM's collector can already be chosen: two choices stop the JVM from starting.
-_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")
+# A collector already chosen in JAVA_OPTION_VARIABLES: two choices stop the JVM from starting.
 _COLLECTOR_FLAG = re.compile(r"-XX:\+Use\w*GC\b")
 # C2 compiles a method after ~5,000 calls. The driver's planning code (Catalyst's rules, code
 # generation, closure cleaning) runs hundreds of times a micro-batch, so C2 goes on compiling it
@@ -196,11 +195,13 @@ def check_sql_settings(jvm: Any, settings: Mapping[str, str]) -> None:
     """Refuse a ``spark.sql.*`` setting whose value Spark's SQL configuration does not take, in
     one line naming it. A session started with one fails on every call that reads its settings,
     and pyspark's own report of that failure reads them again, without end (the job hung)."""
-    for key, value in settings.items():
-        if not key.startswith("spark.sql."):
-            continue
+    sql = [(key, value) for key, value in settings.items() if key.startswith("spark.sql.")]
+    if not sql:
+        return
+    scratch = jvm.org.apache.spark.sql.internal.SQLConf()  # not the session's: only a check
+    for key, value in sql:
         try:
-            jvm.org.apache.spark.sql.internal.SQLConf().setConfString(key, value)
+            scratch.setConfString(key, value)
         except Exception as error:  # Spark's IllegalArgumentException, through py4j
             java = getattr(error, "java_exception", None)
             reason = str(java.getMessage() if java is not None else error).strip()
@@ -347,7 +348,7 @@ def chosen_log_config(settings: Mapping[str, str], environ: Mapping[str, str]) -
     ``spark-submit`` and the JVM read), or with a ``log4j2.properties`` (``.xml``, ...) in
     Spark's configuration folder (:func:`trending.spark.deps.conf_dir`)."""
     options = [settings.get(DRIVER_OPTIONS_CONF, ""), settings.get(DEFAULT_OPTIONS_CONF, "")]
-    options += [environ.get(name, "") for name in _OPTION_VARIABLES]
+    options += [environ.get(name, "") for name in JAVA_OPTION_VARIABLES]
     if any(_LOG_CONFIG_FLAG.search(option) for option in options):
         return True
     try:
@@ -380,7 +381,7 @@ def driver_java_options(environ: Mapping[str, str]) -> str:
     """The driver JVM's options: quiet logging, :data:`THROUGHPUT_GC` unless ``environ`` already
     chooses a collector, and :data:`JIT_THRESHOLDS` unless it already sets the JIT's tiers. A
     ``--conf`` of the same key replaces them whole."""
-    chosen = " ".join(environ.get(name, "") for name in _OPTION_VARIABLES)
+    chosen = " ".join(environ.get(name, "") for name in JAVA_OPTION_VARIABLES)
     options = ["-Dlog4j2.level=WARN"]
     if not _COLLECTOR_FLAG.search(chosen):
         options.append(THROUGHPUT_GC)
