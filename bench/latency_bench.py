@@ -33,6 +33,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -416,6 +417,7 @@ def parse_args() -> argparse.Namespace:
     add("--drain", type=float, default=10.0, help="seconds after sending before stopping")
     add("--trigger-ms", type=int, default=1_000, help="both contenders' trigger")
     add("--markdown", type=Path, help="also write the table as Markdown to this file")
+    add("--keep-logs", type=Path, help="copy each contender's log (its per-batch lines) here")
     args = parser.parse_args()
     args.rates = [float(r) for r in args.rates.split(",") if r]
     args.contenders = [c for c in args.contenders.split(",") if c]
@@ -450,6 +452,10 @@ def main() -> int:
                             flush=True,
                         )
                     results.append(result)
+                    if args.keep_logs:
+                        args.keep_logs.mkdir(parents=True, exist_ok=True)
+                        log = work / f"{name}-{int(rate)}.log"
+                        shutil.copy(log, args.keep_logs / log.name)
     header, rows = table(results)
     print()
     print_table(header, rows)
