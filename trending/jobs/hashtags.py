@@ -208,6 +208,8 @@ class HashtagBatchProcessor(CommittedBatches[BatchStats]):
                 # the side records are counted anew by each attempt of the transaction
                 stats.late, stats.dead, stats.dead_reasons = 0, dead, dict(reasons)
                 yield from results
+                if not merged.side_rows:
+                    return  # no late or dead rows: no Spark job to look for them
                 for part in in_parts(merged.side, self.config.collect_part_bytes):
                     yield from self._side_records(aside, part, stats)
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -204,10 +204,23 @@ class HashtagState:
         batch.sparkSession.conf.set(PARAMS_PREFIX + self.job, params.text())
         self._java.resetFigures()
 
-    def figures(self) -> tuple[int, int | None]:
-        """On-time tweets and newest on-time event time of the batch just run."""
+    def figures(self) -> BatchFigures:
+        """What the tasks of the batch just run counted."""
         newest = int(self._java.newestEventMs())
-        return int(self._java.tweetCount()), None if newest == -(2**63) else newest
+        return BatchFigures(
+            int(self._java.tweetCount()),
+            None if newest == -(2**63) else newest,
+            int(self._java.sideRowCount()),
+        )
+
+
+class BatchFigures(NamedTuple):
+    """A micro-batch's figures, from the tasks' accumulators (:meth:`HashtagState.figures`)."""
+
+    counted: int  # on-time records (tweets) counted
+    newest_event_ms: int | None  # newest on-time event time
+    side_rows: int  # late and dead rows passed through: 0 only when there are none (a stage
+    # Spark runs again can count some twice), so a batch without any skips reading them
 
 
 def top_candidates(rows: DataFrame, k: int) -> DataFrame:

@@ -139,6 +139,7 @@ class MergedBatch:
     counted: int  # keys counted (on time)
     newest_event_ms: int | None  # newest event time counted
     side: DataFrame  # the late and dead rows (``SIDE_COLUMNS``), read from the cached batch
+    side_rows: int  # how many, or more (never fewer): 0 when there are none to read
     phases: dict[str, float] = field(default_factory=dict)  # seconds: "spark", "windows"
 
 
@@ -277,8 +278,11 @@ class SlidingTopK:
         cached = batch.persist(StorageLevel.MEMORY_AND_DISK)  # the plan runs once
         try:
             candidates = candidate_rows(counted_rows(cached).toArrow())
-            counted, newest = state.figures()  # before anything reads the cache again
-            merged = MergedBatch([], counted, newest, side_rows(cached))
+            figures = state.figures()  # before anything reads the cache again
+            newest = figures.newest_event_ms
+            merged = MergedBatch(
+                [], figures.counted, newest, side_rows(cached), figures.side_rows
+            )
             merged.phases["spark"] = clock.monotonic() - started
             started = clock.monotonic()
             merged.updates = merger.apply_batch(candidates, newest)
@@ -421,7 +425,7 @@ class TopKBatches:
             emit = self.topk.emit
             rows = [u for u in merged.updates if ("close" if u.is_final else "change") in emit]
             self.handle(spark.createDataFrame(_rows(rows), TOPK_SCHEMA), batch_id)
-            late = merged.side.count()
+            late = merged.side.count() if merged.side_rows else 0
             if late:
                 self.late += late
                 if self.on_late is not None:

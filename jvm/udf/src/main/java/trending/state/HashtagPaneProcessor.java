@@ -67,6 +67,7 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
   private final String job;
   private final LongAccumulator tweets;
   private final AccumulatorV2<Long, ?> maxEventMs;
+  private final LongAccumulator sideRows;
   private transient ValueState<byte[]> buckets;
   private transient long taskMaxEventMs; // the task's newest event time, added once at its end
   private transient boolean maxPending;
@@ -76,11 +77,13 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
       SlidingGeometry geometry,
       String job,
       LongAccumulator tweets,
-      AccumulatorV2<Long, ?> maxEventMs) {
+      AccumulatorV2<Long, ?> maxEventMs,
+      LongAccumulator sideRows) {
     this.geometry = geometry;
     this.job = job;
     this.tweets = tweets;
     this.maxEventMs = maxEventMs;
+    this.sideRows = sideRows;
   }
 
   /** The bucket of a hashtag key. */
@@ -121,17 +124,20 @@ public final class HashtagPaneProcessor extends StatefulProcessor<Integer, Row, 
   /** Side rows go out as they are; rows of tweets without hashtags only count. */
   private void passThrough(Iterator<Row> rows, List<Row> out) {
     long counted = 0;
+    long side = 0;
     long max = Long.MIN_VALUE;
     while (rows.hasNext()) {
       Row row = rows.next();
       if (row.getInt(KIND) != COUNTED) {
         out.add(sideRow(row));
+        side++;
       } else {
         counted += row.getLong(TWEETS);
         max = Math.max(max, row.getLong(MAX_EVENT_MS));
       }
     }
     tweets.add(counted);
+    sideRows.add(side);
     addEventMs(max);
   }
 

@@ -35,6 +35,7 @@ public final class HashtagState {
 
   private final LongAccumulator tweets;
   private final AccumulatorV2<Long, ?> maxEventMs;
+  private final LongAccumulator sideRows;
   private final HashtagPaneProcessor processor;
   private final PaneCombiner combiner;
 
@@ -52,6 +53,7 @@ public final class HashtagState {
   public HashtagState(long sizeMs, long hopMs, long alignMs, String job, boolean keysFromText) {
     SparkContext context = SparkContext.getOrCreate();
     tweets = context.longAccumulator("trending-tweets-" + job);
+    sideRows = context.longAccumulator("trending-side-rows-" + job);
     if (keysFromText) {
       MaxAccumulator max = new MaxAccumulator();
       context.register(max, "trending-max-event-" + job);
@@ -60,7 +62,7 @@ public final class HashtagState {
       maxEventMs = context.collectionAccumulator("trending-max-event-" + job);
     }
     SlidingGeometry geometry = new SlidingGeometry(sizeMs, hopMs, alignMs);
-    processor = new HashtagPaneProcessor(geometry, job, tweets, maxEventMs);
+    processor = new HashtagPaneProcessor(geometry, job, tweets, maxEventMs, sideRows);
     combiner = new PaneCombiner(geometry, keysFromText);
   }
 
@@ -82,9 +84,18 @@ public final class HashtagState {
     return max;
   }
 
+  /**
+   * Late and undecodable rows passed through since {@link #resetFigures}: never fewer than the
+   * batch has (a stage Spark runs again can count some twice), so 0 means there are none.
+   */
+  public long sideRowCount() {
+    return sideRows.value();
+  }
+
   /** Clears the batch figures; call before running a batch. */
   public void resetFigures() {
     tweets.reset();
+    sideRows.reset();
     maxEventMs.reset();
   }
 
