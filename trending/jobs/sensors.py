@@ -47,7 +47,6 @@ from trending.jobs.letters import Origin, SideOutput
 from trending.jobs.startup import phase
 from trending.metrics import LATE_REASONS, Metrics
 from trending.spark.checkpoint import JobCheckpoint
-from trending.spark.clock import with_batch_clock
 from trending.spark.collect import in_parts
 from trending.spark.sensor_matching import SensorMatching, SensorState
 from trending.spark.sensor_steps import (
@@ -199,7 +198,7 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         clock = time.monotonic()
         events = sensor_events(
             batch, self.topics, self.registry, self.state.watermark_ms, self.config.clock_skew,
-            self.control_topic, self.config.lateness_ms,
+            self.control_topic, self.config.lateness_ms, self.checkpoint.batch_clock_ms(batch_id),
         ).persist()  # fmt: skip
         try:
             with self.matching.apply(events, batch_id, self.state, self.steps) as applied:
@@ -370,7 +369,7 @@ def start_query(
         ensure_topics(config.bootstrap, [processor.control_topic], 1, extra=config.kafka_options)
     options = stream_options(config, processor.input_topics, processor.control_topic)
     writer = (
-        with_batch_clock(read_kafka_stream(spark, options))
+        read_kafka_stream(spark, options)
         .writeStream.queryName(f"trending-sensors-{processor.job_id}")
         .option("checkpointLocation", processor.checkpoint.query_location)
         .foreachBatch(processor)

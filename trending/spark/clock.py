@@ -43,12 +43,6 @@ def batch_clock_ms() -> Column:
     return F.unix_millis(F.current_timestamp())
 
 
-def with_batch_clock(stream: DataFrame) -> DataFrame:
-    """``stream`` with :data:`CLOCK_COLUMN`, for steps that run in ``foreachBatch``, where
-    ``current_timestamp()`` is no longer the batch's."""
-    return stream.withColumn(CLOCK_COLUMN, batch_clock_ms())
-
-
 def clock_of(df: DataFrame) -> Column:
     """The batch clock of ``df``'s rows: its :data:`CLOCK_COLUMN`, else the plan's own clock."""
     return F.col(CLOCK_COLUMN) if CLOCK_COLUMN in df.columns else batch_clock_ms()

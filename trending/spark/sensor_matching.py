@@ -37,6 +37,7 @@ from pyspark.sql.types import IntegralType, NumericType, TimestampType
 from trending.durations import parse_duration_ms
 from trending.errors import UserError
 from trending.spark.batch_state import BatchStates
+from trending.spark.batch_values import batch_long
 from trending.spark.project_classes import use_project_classes
 from trending.spark.sensor_steps import (
     DEAD,
@@ -510,14 +511,15 @@ class SensorBatches:
         location = self.checkpoint.rstrip("/") + f"/{STATE_FOLDER}/state"
         steps = self.matching.engine(spark, location, self.job)
         problem = _problem()
-        late = F.lit(False) if state.watermark_ms is None else F.col("ts") < state.watermark_ms
+        watermark = None if state.watermark_ms is None else batch_long(spark, state.watermark_ms)
+        late = F.lit(False) if watermark is None else F.col("ts") < watermark
         kind = F.when(problem.isNotNull(), F.lit(DEAD)).when(late, F.lit(LATE))
         events = (
             batch.withColumn("reason", F.coalesce(problem, F.when(late, F.lit("late"))))
             .withColumn("input", F.when(F.col("kind") == READING, "readings").otherwise("queries"))
             .withColumn("kind", F.coalesce(kind, F.col("kind")))
-            .withColumn("partition", F.lit(batch_id).cast("int"))  # arrival: the batch, then
-            .withColumn("offset", F.monotonically_increasing_id())  # partition and position
+            .withColumn("partition", batch_long(spark, batch_id).cast("int"))  # arrival: batch,
+            .withColumn("offset", F.monotonically_increasing_id())  # partition, position
         ).persist()
         try:
             with self.matching.apply(events, batch_id, state, steps, self.final) as applied:

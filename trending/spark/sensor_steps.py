@@ -24,6 +24,7 @@ from pyspark.sql.avro.functions import to_avro
 
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
+from trending.spark.batch_values import batch_long
 from trending.spark.clock import CLOCK_COLUMN, ClockSkew, advance_of, clock_of, skew_reason
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def sensor_events(
     skew: ClockSkew,
     control_topic: str | None = None,
     lateness_ms: int = 0,
+    clock_ms: int | None = None,
 ) -> DataFrame:
     """Kafka records of both topics as events with their kind (see the module docstring).
 
@@ -66,8 +68,12 @@ def sensor_events(
     from the batch's clock (``skew``) is ``DEAD``. An advance to ``W'`` on ``control_topic``
     (the job's ``--idle-advance``, :func:`trending.spark.clock.advance_value`) is a ``TICK`` at
     ``W' + lateness``: it counts toward the batch's newest event time, so the watermark moves to
-    at least ``W'``, and is applied nowhere.
+    at least ``W'``, and is applied nowhere. ``clock_ms``: the batch's clock, when ``raw`` has
+    no :data:`~trending.spark.clock.CLOCK_COLUMN`.
     """
+    spark = raw.sparkSession
+    if clock_ms is not None:
+        raw = raw.withColumn(CLOCK_COLUMN, batch_long(spark, clock_ms))
     readings = _decoded(
         raw.where(F.col("topic") == topics.readings), topics.reading_schema, registry,
         READING, "sensor_id", "value",
@@ -78,7 +84,7 @@ def sensor_events(
     )  # fmt: skip
     events = readings.unionByName(queries)
     problem = F.coalesce(_problem(events), skew_reason(F.col("ts"), F.col(CLOCK_COLUMN), skew))
-    late = F.lit(False) if watermark_ms is None else F.col("ts") < F.lit(watermark_ms)
+    late = F.lit(False) if watermark_ms is None else F.col("ts") < batch_long(spark, watermark_ms)
     kind = F.when(problem.isNotNull(), F.lit(DEAD)).when(late, F.lit(LATE))
     kinds = F.coalesce(kind, F.col("kind"))
     events = events.withColumn("reason", problem).withColumn("kind", kinds)

@@ -8,11 +8,13 @@ import java.util.List;
 import java.util.UUID;
 import java.util.function.BiConsumer;
 import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.storage.StorageLevel;
 import org.apache.spark.util.LongAccumulator;
+import trending.udf.BatchValue;
 
 /**
  * One micro-batch of the sensor job on the executors, for Python. Given the batch's on-time
@@ -77,8 +79,9 @@ public final class SensorBatch {
         : new int[] {grid.coordinate(minX), grid.coordinate(minY), grid.coordinate(maxX),
             grid.coordinate(maxY)};
     Dataset<Row> all = events.select("kind", "ts", "partition", "offset", "id", "x", "y", "v");
-    Dataset<Row> now = all.where(col("ts").lt(watermarkMs));
-    Dataset<Row> later = all.where(col("ts").geq(watermarkMs));
+    Column watermark = BatchValue.ofLong(watermarkMs); // the same generated code every batch
+    Dataset<Row> now = all.where(col("ts").lt(watermark));
+    Dataset<Row> later = all.where(col("ts").geq(watermark));
     JavaRDD<Row> released = cache(stores.run(spark,
         later.repartition(stores.partitions(), col("partition"), col("offset")).javaRDD(),
         PENDING, batchId, PendingEvents.KEY, PendingEvents.VALUE,
