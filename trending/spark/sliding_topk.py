@@ -280,9 +280,7 @@ class SlidingTopK:
             candidates = candidate_rows(counted_rows(cached).toArrow())
             figures = state.figures()  # before anything reads the cache again
             newest = figures.newest_event_ms
-            merged = MergedBatch(
-                [], figures.counted, newest, side_rows(cached), figures.side_rows
-            )
+            merged = MergedBatch([], figures.counted, newest, side_rows(cached), figures.side_rows)
             merged.phases["spark"] = clock.monotonic() - started
             started = clock.monotonic()
             merged.updates = merger.apply_batch(candidates, newest)
