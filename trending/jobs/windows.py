@@ -54,6 +54,7 @@ from trending.jobs.letters import Origin, SideOutput
 from trending.jobs.startup import phase
 from trending.metrics import LATE_REASONS, Metrics
 from trending.spark.checkpoint import JobCheckpoint
+from trending.spark.clock import batch_clock, set_batch_clock
 from trending.spark.collect import in_parts
 from trending.spark.key_buckets import default_buckets
 from trending.spark.session import NO_DATA_CONF
@@ -195,6 +196,7 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
         from pyspark.sql import functions as F
 
         clock = time.monotonic()
+        set_batch_clock(batch.sparkSession, self.job_id, self.checkpoint.batch_clock_ms(batch_id))
         kept = batch.persist()
         try:
             progress = F.col("kind") == F.lit(PROGRESS)
@@ -361,6 +363,7 @@ def start_query(
     events = temporal_events(
         read_kafka_stream(spark, options), schema_json("interval_event"), config.registry,
         config.lateness_ms, config.clock_skew, processor.control_topic,
+        batch_clock(spark, processor.job_id),
     )  # fmt: skip
     writer = (
         apply_temporal(events, config.query(), processor.buckets)

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 FUTURE_TIMESTAMP = "future-timestamp"
 PAST_TIMESTAMP = "past-timestamp"
 CLOCK_COLUMN = "batch_clock_ms"
+CLOCK_FUNCTION = ("trending_batch_clock", "trending.state.BatchClock")
+# + a job: the parameters of its running micro-batch (trending.state.BatchParams)
+PARAMS_PREFIX = "spark.trending.batch."
 DEFAULT_MAX_FUTURE_MS = 3_600_000
 
 
@@ -41,6 +44,22 @@ class ClockSkew:
 def batch_clock_ms() -> Column:
     """The micro-batch's clock in epoch ms (fixed per batch in a streaming plan)."""
     return F.unix_millis(F.current_timestamp())
+
+
+def batch_clock(spark: SparkSession, job: str) -> Column:
+    """The clock :func:`set_batch_clock` set for ``job``'s running micro-batch, in epoch ms
+    (null when none was set): a function of the plan, not a literal Spark writes into each
+    batch's generated code as it does ``current_timestamp()``, so the code is compiled once."""
+    from pyspark.sql.types import LongType
+
+    spark.udf.registerJavaFunction(*CLOCK_FUNCTION, LongType())
+    return F.call_function(CLOCK_FUNCTION[0], F.lit(job))
+
+
+def set_batch_clock(spark: SparkSession, job: str, clock_ms: int) -> None:
+    """Give the tasks of ``job``'s next Spark jobs the clock ``clock_ms`` (:func:`batch_clock`):
+    Spark hands the session's ``spark.*`` settings to the tasks of each query it runs."""
+    spark.conf.set(f"{PARAMS_PREFIX}{job}", f"w=;c={clock_ms};t=")
 
 
 def clock_of(df: DataFrame) -> Column:

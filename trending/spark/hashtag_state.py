@@ -46,7 +46,14 @@ from pyspark.sql.avro.functions import to_avro
 
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
-from trending.spark.clock import NOT_AN_ADVANCE, ClockSkew, advance_of, skew_reason
+from trending.spark.clock import (
+    CLOCK_FUNCTION,
+    NOT_AN_ADVANCE,
+    PARAMS_PREFIX,
+    ClockSkew,
+    advance_of,
+    skew_reason,
+)
 from trending.text.bounds import TweetBounds
 from trending.windows.sliding import SlidingWindows
 
@@ -55,9 +62,7 @@ if TYPE_CHECKING:
 
 COUNTED, LATE, DEAD = 0, 1, 2
 WATERMARK_FUNCTION = ("trending_batch_watermark", "trending.state.BatchWatermark")
-CLOCK_FUNCTION = ("trending_batch_clock", "trending.state.BatchClock")
 BOUNDS_FUNCTION = ("trending_hashtag_bounds", "trending.udf.HashtagBounds")
-PARAMS_PREFIX = "spark.trending.batch."
 STATE_CLASS = "trending.state.HashtagState"
 SIDE_COLUMNS = ("kind", "partition", "offset", "key", "value", "reason", "record_ts", "headers")
 

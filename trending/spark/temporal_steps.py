@@ -120,13 +120,15 @@ def temporal_events(
     lateness_ms: int,
     skew: ClockSkew,
     control_topic: str | None = None,
+    clock: Column | None = None,
 ) -> DataFrame:
     """Decoded Kafka records with kind, sync time and watermark mark, under Spark's watermark.
 
     Columns: :data:`INPUT_COLUMNS`. A record that does not decode, a CTI without a time, a CTI
     at the end of time from any topic but ``control_topic``, or an event whose sync time is too
     far from the batch's clock (``skew``; the control topic's end-of-input CTI excepted) is
-    ``DEAD`` with the reason.
+    ``DEAD`` with the reason. ``clock``: the batch's clock in ms (default: the plan's
+    ``current_timestamp()``, a literal Spark writes into each batch's generated code).
     """
     decoded = decode_avro(raw, schema_json, registry)
     record = F.col("record")
@@ -144,7 +146,7 @@ def temporal_events(
         F.when(F.col("reason").isNotNull(), F.col("reason"))
         .when(no_cti_time, F.lit("a CTI needs its time in start"))
         .when(closing & ~from_control, F.lit(FOREIGN_END_OF_INPUT))
-        .when(~closing, skew_reason(sync, batch_clock_ms(), skew))
+        .when(~closing, skew_reason(sync, batch_clock_ms() if clock is None else clock, skew))
     )
     events = decoded.select(
         F.when(reason.isNotNull(), F.lit(DEAD)).otherwise(kind).alias("kind"),
