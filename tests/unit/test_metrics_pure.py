@@ -18,7 +18,13 @@ from trending.jobs.hashtags import BatchStats, HashtagObserver
 from trending.jobs.sensors import SensorBatchStats, SensorObserver
 from trending.jobs.windows import WindowsBatchStats, WindowsObserver
 from trending.metrics import Metrics, dead_reason_label
-from trending.spark.listener import compute_lag, parse_offsets, parse_timestamp_ms, record_progress
+from trending.spark.listener import (
+    MetricsListener,
+    compute_lag,
+    parse_offsets,
+    parse_timestamp_ms,
+    record_progress,
+)
 from trending.windows.topk_merge import Published
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -111,6 +117,32 @@ def test_records_read_of_a_multi_topic_source_come_from_offsets() -> None:
     record_progress(metrics, progress(sources=[source]))
     assert value(metrics, "trending_kafka_records_read_total", topic="a") == 3
     assert value(metrics, "trending_kafka_records_read_total", topic="b") == 0
+
+
+def test_listener_lines_of_its_query_update_the_metrics_and_others_are_ignored() -> None:
+    # the lines trending.state.ProgressQueue writes: Spark's progress JSON has its offsets as
+    # objects, not text, and leaves NaN rates out
+    metrics = Metrics("hashtags")
+    listener = MetricsListener(metrics, query_id="q1")
+    source = {"numInputRows": 30, "startOffset": {"t": {"0": 5}}, "endOffset": {"t": {"0": 35}}}
+    mine = progress(id="q1", sources=[source])
+    del mine["processedRowsPerSecond"]
+    lines = [
+        {"event": "started", "id": "q1"},
+        {"event": "progress", "progress": mine},
+        {"event": "progress", "progress": progress(id="q2", numInputRows=999)},
+        {"event": "terminated", "id": "q2", "failed": True},
+    ]
+    for line in lines:
+        listener.on_event(json.loads(json.dumps(line)))
+    assert value(metrics, "trending_batches_total") == 1
+    assert value(metrics, "trending_input_rows_total") == 120
+    assert value(metrics, "trending_kafka_records_read_total", topic="t") == 30
+    assert listener.processed_offsets() == {"t": {0: 35}}
+    assert value(metrics, "trending_query_status", state="active") == 1
+    assert value(metrics, "trending_query_status", state="failed") == 0
+    listener.on_event({"event": "terminated", "id": "q1", "failed": True})
+    assert value(metrics, "trending_query_status", state="failed") == 1
 
 
 def test_offsets_timestamps_and_lag() -> None:
