@@ -210,13 +210,17 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
                 side = events.where(events.kind.isin(LATE, DEAD)).select(*SIDE_COLUMNS)
                 part_bytes = self.config.collect_part_bytes
 
+                # the batch's counts say which of the two holds rows: no Spark job for the other
+                has_results = applied.counts["matches"] + applied.counts["popular"] > 0
+                has_side = applied.figures.counts.get(LATE, 0) + applied.figures.counts.get(DEAD, 0)
+
                 def records() -> Iterator[OutRecord]:
                     # fetched in parts, and counted anew by each attempt of the transaction
                     stats.late, stats.dead, stats.dead_reasons = 0, 0, {}
-                    for part in in_parts(results, part_bytes):
+                    for part in in_parts(results, part_bytes) if has_results else ():
                         for record in self._result_records(part):
                             yield aside.result(record, batch_id, stats)
-                    for part in in_parts(side, part_bytes):
+                    for part in in_parts(side, part_bytes) if has_side else ():
                         yield from self._side_records(aside, part, stats)
 
                 self.writer.write_batch(batch_id, records, state.to_json())
