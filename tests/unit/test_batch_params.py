@@ -3,7 +3,7 @@ parses it: ``w=<watermark ms or empty>;c=<clock ms or empty>;t=<start>:<count>,.
 
 from __future__ import annotations
 
-from trending.spark.hashtag_state import BatchParams
+from trending.spark.batch_values import BatchParams
 
 
 def test_every_field_is_written_in_its_place() -> None:

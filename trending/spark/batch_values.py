@@ -9,11 +9,15 @@ batch, compiled once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, SparkSession
 
 VALUE_CLASS = "trending.udf.BatchValue"
+# + a job: the parameters of its running micro-batch (trending.state.BatchParams)
+PARAMS_PREFIX = "spark.trending.batch."
 
 
 def batch_long(spark: SparkSession, value: int) -> Column:
@@ -22,3 +26,23 @@ def batch_long(spark: SparkSession, value: int) -> Column:
 
     jvm: Any = spark.sparkContext._jvm
     return ClassicColumn(getattr(jvm, VALUE_CLASS).ofLong(int(value)))
+
+
+@dataclass(frozen=True)
+class BatchParams:
+    """What the executors need from the driver for one batch, read there by
+    ``trending.state.BatchParams`` from the session setting ``PARAMS_PREFIX + job``: Spark hands
+    a session's ``spark.*`` settings to the tasks of each query it runs. Another way to keep a
+    batch's values out of the generated code, for values many functions read."""
+
+    watermark_ms: int | None
+    thresholds: Mapping[int, int]  # window start -> k-th count of its last published top-k
+    clock_ms: int | None = None  # Spark's batch timestamp; None: no clock test
+
+    def text(self) -> str:
+        """The form ``trending.state.BatchParams`` parses:
+        ``w=<ms>;c=<ms>;t=<start>:<count>,...``."""
+        watermark = "" if self.watermark_ms is None else str(self.watermark_ms)
+        clock = "" if self.clock_ms is None else str(self.clock_ms)
+        pairs = ",".join(f"{start}:{count}" for start, count in sorted(self.thresholds.items()))
+        return f"w={watermark};c={clock};t={pairs}"

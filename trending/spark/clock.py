@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from trending.spark.batch_values import PARAMS_PREFIX, BatchParams
+
 FUTURE_TIMESTAMP = "future-timestamp"
 PAST_TIMESTAMP = "past-timestamp"
 CLOCK_COLUMN = "batch_clock_ms"
 CLOCK_FUNCTION = ("trending_batch_clock", "trending.state.BatchClock")
-# + a job: the parameters of its running micro-batch (trending.state.BatchParams)
-PARAMS_PREFIX = "spark.trending.batch."
 DEFAULT_MAX_FUTURE_MS = 3_600_000
 
 
@@ -59,7 +59,7 @@ def batch_clock(spark: SparkSession, job: str) -> Column:
 def set_batch_clock(spark: SparkSession, job: str, clock_ms: int) -> None:
     """Give the tasks of ``job``'s next Spark jobs the clock ``clock_ms`` (:func:`batch_clock`):
     Spark hands the session's ``spark.*`` settings to the tasks of each query it runs."""
-    spark.conf.set(f"{PARAMS_PREFIX}{job}", f"w=;c={clock_ms};t=")
+    spark.conf.set(PARAMS_PREFIX + job, BatchParams(None, {}, clock_ms).text())
 
 
 def clock_of(df: DataFrame) -> Column:

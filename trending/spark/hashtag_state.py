@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -46,14 +45,8 @@ from pyspark.sql.avro.functions import to_avro
 
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
-from trending.spark.clock import (
-    CLOCK_FUNCTION,
-    NOT_AN_ADVANCE,
-    PARAMS_PREFIX,
-    ClockSkew,
-    advance_of,
-    skew_reason,
-)
+from trending.spark.batch_values import PARAMS_PREFIX, BatchParams
+from trending.spark.clock import CLOCK_FUNCTION, NOT_AN_ADVANCE, ClockSkew, advance_of, skew_reason
 from trending.text.bounds import TweetBounds
 from trending.windows.sliding import SlidingWindows
 
@@ -65,23 +58,6 @@ WATERMARK_FUNCTION = ("trending_batch_watermark", "trending.state.BatchWatermark
 BOUNDS_FUNCTION = ("trending_hashtag_bounds", "trending.udf.HashtagBounds")
 STATE_CLASS = "trending.state.HashtagState"
 SIDE_COLUMNS = ("kind", "partition", "offset", "key", "value", "reason", "record_ts", "headers")
-
-
-@dataclass(frozen=True)
-class BatchParams:
-    """What the executors need from the driver for one batch (see the module docstring)."""
-
-    watermark_ms: int | None
-    thresholds: Mapping[int, int]  # window start -> k-th count of its last published top-k
-    clock_ms: int | None = None  # Spark's batch timestamp; None: no clock test
-
-    def text(self) -> str:
-        """The form ``trending.state.BatchParams`` parses:
-        ``w=<ms>;c=<ms>;t=<start>:<count>,...``."""
-        watermark = "" if self.watermark_ms is None else str(self.watermark_ms)
-        clock = "" if self.clock_ms is None else str(self.clock_ms)
-        pairs = ",".join(f"{start}:{count}" for start, count in sorted(self.thresholds.items()))
-        return f"w={watermark};c={clock};t={pairs}"
 
 
 def bounds_reason(bounds: TweetBounds, text: Column) -> Column:

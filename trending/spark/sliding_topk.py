@@ -46,12 +46,12 @@ from pyspark.sql.types import (
 from trending.durations import parse_duration_ms
 from trending.errors import UserError
 from trending.spark.batch_state import BatchStates
+from trending.spark.batch_values import BatchParams
 from trending.spark.hashtag_state import (
     COUNTED,
     DEAD,
     LATE,
     WATERMARK_FUNCTION,
-    BatchParams,
     HashtagState,
     _last_end,
     candidate_rows,
