@@ -198,7 +198,8 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         clock = time.monotonic()
         events = sensor_events(
             batch, self.topics, self.registry, self.state.watermark_ms, self.config.clock_skew,
-            self.control_topic, self.config.lateness_ms, self.checkpoint.batch_clock_ms(batch_id),
+            self.control_topic, self.config.lateness_ms,
+            clock_ms=self.checkpoint.batch_clock_ms(batch_id),
         ).persist()  # fmt: skip
         try:
             with self.matching.apply(events, batch_id, self.state, self.steps) as applied:
@@ -212,7 +213,8 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
 
                 # the batch's counts say which of the two holds rows: no Spark job for the other
                 has_results = applied.counts["matches"] + applied.counts["popular"] > 0
-                has_side = applied.figures.counts.get(LATE, 0) + applied.figures.counts.get(DEAD, 0)
+                aside_counts = applied.figures.counts
+                has_side = aside_counts.get(LATE, 0) + aside_counts.get(DEAD, 0) > 0
 
                 def records() -> Iterator[OutRecord]:
                     # fetched in parts, and counted anew by each attempt of the transaction

@@ -32,8 +32,9 @@ def batch_long(spark: SparkSession, value: int) -> Column:
 class BatchParams:
     """What the executors need from the driver for one batch, read there by
     ``trending.state.BatchParams`` from the session setting ``PARAMS_PREFIX + job``: Spark hands
-    a session's ``spark.*`` settings to the tasks of each query it runs. Another way to keep a
-    batch's values out of the generated code, for values many functions read."""
+    a session's ``spark.*`` settings to the tasks of each query it runs. The way to keep a
+    batch's values out of the generated code of a streaming plan, which is built once before
+    the query starts; :func:`batch_long` is for plans built per batch, in ``foreachBatch``."""
 
     watermark_ms: int | None
     thresholds: Mapping[int, int]  # window start -> k-th count of its last published top-k

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from trending.spark.batch_values import PARAMS_PREFIX, BatchParams
@@ -60,11 +60,6 @@ def set_batch_clock(spark: SparkSession, job: str, clock_ms: int) -> None:
     """Give the tasks of ``job``'s next Spark jobs the clock ``clock_ms`` (:func:`batch_clock`):
     Spark hands the session's ``spark.*`` settings to the tasks of each query it runs."""
     spark.conf.set(PARAMS_PREFIX + job, BatchParams(None, {}, clock_ms).text())
-
-
-def clock_of(df: DataFrame) -> Column:
-    """The batch clock of ``df``'s rows: its :data:`CLOCK_COLUMN`, else the plan's own clock."""
-    return F.col(CLOCK_COLUMN) if CLOCK_COLUMN in df.columns else batch_clock_ms()
 
 
 def skew_reason(event_ms: Column, clock_ms: Column, skew: ClockSkew) -> Column:

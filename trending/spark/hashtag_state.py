@@ -185,17 +185,17 @@ class HashtagState:
         batch.sparkSession.conf.set(PARAMS_PREFIX + self.job, params.text())
         self._java.resetFigures()
 
-    def figures(self) -> BatchFigures:
+    def figures(self) -> StepFigures:
         """What the tasks of the batch just run counted."""
         newest = int(self._java.newestEventMs())
-        return BatchFigures(
+        return StepFigures(
             int(self._java.tweetCount()),
             None if newest == -(2**63) else newest,
             int(self._java.sideRowCount()),
         )
 
 
-class BatchFigures(NamedTuple):
+class StepFigures(NamedTuple):
     """A micro-batch's figures, from the tasks' accumulators (:meth:`HashtagState.figures`)."""
 
     counted: int  # on-time records (tweets) counted

@@ -25,7 +25,7 @@ from pyspark.sql.avro.functions import to_avro
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
 from trending.spark.batch_values import batch_long
-from trending.spark.clock import CLOCK_COLUMN, ClockSkew, advance_of, clock_of, skew_reason
+from trending.spark.clock import CLOCK_COLUMN, ClockSkew, advance_of, skew_reason
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaObject
@@ -58,7 +58,8 @@ def sensor_events(
     skew: ClockSkew,
     control_topic: str | None = None,
     lateness_ms: int = 0,
-    clock_ms: int | None = None,
+    *,
+    clock_ms: int,
 ) -> DataFrame:
     """Kafka records of both topics as events with their kind (see the module docstring).
 
@@ -68,12 +69,11 @@ def sensor_events(
     from the batch's clock (``skew``) is ``DEAD``. An advance to ``W'`` on ``control_topic``
     (the job's ``--idle-advance``, :func:`trending.spark.clock.advance_value`) is a ``TICK`` at
     ``W' + lateness``: it counts toward the batch's newest event time, so the watermark moves to
-    at least ``W'``, and is applied nowhere. ``clock_ms``: the batch's clock, when ``raw`` has
-    no :data:`~trending.spark.clock.CLOCK_COLUMN`.
+    at least ``W'``, and is applied nowhere. ``clock_ms``: the batch's clock (in ``foreachBatch``
+    ``current_timestamp()`` is no longer the batch's).
     """
     spark = raw.sparkSession
-    if clock_ms is not None:
-        raw = raw.withColumn(CLOCK_COLUMN, batch_long(spark, clock_ms))
+    raw = raw.withColumn(CLOCK_COLUMN, batch_long(spark, clock_ms))
     readings = _decoded(
         raw.where(F.col("topic") == topics.readings), topics.reading_schema, registry,
         READING, "sensor_id", "value",
@@ -100,7 +100,7 @@ def sensor_events(
         "topic": F.col("topic"),
         "partition": F.col("partition"),
         "offset": F.col("offset"),
-        CLOCK_COLUMN: clock_of(ctis),
+        CLOCK_COLUMN: F.col(CLOCK_COLUMN),
     }
     ticks = ctis.select(
         *(given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in events.schema)
@@ -133,7 +133,7 @@ def _decoded(
         "reason",
         F.unix_millis("timestamp").alias("record_ts"),
         "headers",
-        clock_of(decoded).alias(CLOCK_COLUMN),
+        CLOCK_COLUMN,
     )
 
 
