@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from connectors.kafka import consumer
 
@@ -35,14 +35,29 @@ def read_all(bootstrap: str, topic: str, timeout: float = 30.0) -> list[Record]:
     return sorted(records, key=lambda r: (r.partition, r.offset))
 
 
+_ELECTING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
+
+
 def _ends(client: Consumer, topic: str, timeout: float) -> dict[int, int]:
-    metadata = client.list_topics(topic, timeout=timeout).topics[topic]
-    if metadata.error is not None:
-        raise AssertionError(f"topic {topic}: {metadata.error}")
-    return {
-        p: client.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
-        for p in metadata.partitions
-    }
+    """Each partition's end offset, waiting out a partition whose leader is not elected yet.
+
+    A topic the job under test has just created may answer "not leader" for a moment; a reader
+    polling for the job's results must wait, not fail.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        metadata = client.list_topics(topic, timeout=timeout).topics[topic]
+        if metadata.error is not None:
+            raise AssertionError(f"topic {topic}: {metadata.error}")
+        try:
+            return {
+                p: client.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+                for p in metadata.partitions
+            }
+        except KafkaException as error:
+            if error.args[0].code() not in _ELECTING or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _read_until(
