@@ -7,10 +7,10 @@ One streaming plan per query, all of it in the JVM on the executors::
       ─ transformWithState keyed by hashtag (RocksDB):            (stateful, hash-partitioned by
           pane counts per tag, window counts of changed tags       hashtag over the shuffle
                                                                    partitions)
-      ─ k best per window and task (count desc, tag asc)         (a bounded heap per window)
-      ─ the k best of those per window                           (one task, the same heap)
+      ─ k best per window and task (count desc, tag asc)         (a bounded heap per window,
+                                                                   in the state step's tasks)
     then per micro-batch, in ``foreachBatch``:
-      ─ collect: <= k candidate rows per open window + late and dead records
+      ─ collect: <= k candidate rows per open window and task + late and dead records
 
 The driver sets the batch's parameters (:class:`BatchParams`: the watermark ``W``, the batch's
 clock ``C`` and per window the k-th count of its last published top-k) as a session setting
@@ -174,11 +174,11 @@ class HashtagState:
         return DataFrame(self._java.apply(records._jdf), records.sparkSession)
 
     def warm(self, records: DataFrame, k: int) -> None:
-        """Run the whole per-batch plan (counting, state store, :func:`top_candidates`) on batch
+        """Run the whole per-batch plan (counting, state store, :func:`task_candidates`) on batch
         ``records`` into a no-op sink, with a state store dropped after it (JIT before batch 0)."""
         self.prepare(records, BatchParams(None, {}, clock_ms=int(time.time() * 1000)))
         counts = DataFrame(self._java.batchCounts(records._jdf), records.sparkSession)
-        top_candidates(counts, k).write.format("noop").mode("overwrite").save()
+        task_candidates(counts, k).write.format("noop").mode("overwrite").save()
 
     def prepare(self, batch: DataFrame, params: BatchParams) -> None:
         """Set ``params`` for the tasks of the next job run on ``batch``; clear the figures."""
@@ -209,11 +209,21 @@ def top_candidates(rows: DataFrame, k: int) -> DataFrame:
 
     ``trending.state.TopCandidates``: each task keeps its own ``k`` best per window with a bounded
     heap, then one task keeps the ``k`` best of those, as ``row_number() over (partition by
-    window_start order by count desc, tag asc) <= k`` would. Part of the streaming plan, so the
-    driver only collects the result.
+    window_start order by count desc, tag asc) <= k`` would.
     """
     jvm: Any = rows.sparkSession.sparkContext._jvm
     return DataFrame(jvm.trending.state.TopCandidates.apply(rows._jdf, k), rows.sparkSession)
+
+
+def task_candidates(rows: DataFrame, k: int) -> DataFrame:
+    """Per task and window the ``k`` best counts, and every side row, in ``rows``' partitions.
+
+    The union over the tasks holds each window's ``k`` best, which is all a micro-batch's driver
+    merge (``top_k(last top-k ∪ candidates)``) needs: no extra stage, and the driver collects
+    at most ``partitions × k`` rows per window.
+    """
+    jvm: Any = rows.sparkSession.sparkContext._jvm
+    return DataFrame(jvm.trending.state.TopCandidates.perTask(rows._jdf, k), rows.sparkSession)
 
 
 def candidate_rows(table: Any) -> list[tuple[int, str, int]]:

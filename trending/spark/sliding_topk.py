@@ -6,9 +6,10 @@ tweet's hashtags::
     rows ─ kind (counted, late, no event time), key as text, event time in ms
       ─ per task: counts per (key, pane), packed per state bucket           (executors)
       ─ transformWithState by bucket: pane counts, window counts of changed keys
-      ─ the k best changed keys per window (count desc, key asc)
+      ─ per task, the k best changed keys per window (count desc, key asc)
     per micro-batch, in ``foreachBatch`` (:class:`TopKBatches`):
-      ─ merge the <= k candidates per open window into its last top-k       (driver, O(windows × k))
+      ─ merge the <= k candidates per open window and task into its last top-k
+                                                          (driver, O(windows × tasks × k))
       ─ revisions of changed windows, finals of windows the watermark closed
 
 The merge is a driver step, once per micro-batch, because a window's new top-k is
@@ -57,6 +58,7 @@ from trending.spark.hashtag_state import (
     candidate_rows,
     counted_rows,
     side_rows,
+    task_candidates,
     top_candidates,
 )
 from trending.spark.project_classes import use_project_classes
@@ -255,11 +257,11 @@ class SlidingTopK:
     def count_records(self, records: DataFrame) -> DataFrame:
         """The engine's half on the executors, on records already in its form
         (``PaneCombiner.INPUT_COLUMNS``: ``kind``, ``event_ms``, ``text``, the source's
-        coordinates, ``reason``, and a watermark on ``on_time_at``): per window the <= k best
-        changed keys, and the late and dead rows, in one partition. :meth:`counts` builds those
+        coordinates, ``reason``, and a watermark on ``on_time_at``): per window and task the
+        <= k best changed keys, and the late and dead rows. :meth:`counts` builds those
         records from a DataFrame's columns; the hashtags job from Kafka's tweets."""
         state = self.engine(records.sparkSession)
-        return top_candidates(state.apply(records), self.settings.k)
+        return task_candidates(state.apply(records), self.settings.k)
 
     @contextmanager
     def merge(

@@ -17,11 +17,15 @@ import org.apache.spark.sql.Row;
  * The {@code k} best window-count rows of each window ({@link HashtagState#OUTPUT}): count
  * descending, then tag ascending by code point (Spark's string order), as {@code row_number()
  * over (partition by window_start order by count desc, tag asc) <= k} would keep them; every
- * other row passes through. First per task, with a bounded heap per window ({@code O(n log k)}
- * where a sort would be {@code O(n log n)}); the global top {@code k} of a window is among the
- * union of the tasks' top {@code k}, so the same heap over that union, in one task, keeps it.
- * Both steps are part of the streaming plan: the driver plans them once per micro-batch with
- * the rest of it, and collects at most {@code k} rows per window.
+ * other row passes through. Each task keeps its own {@code k} best per window with a bounded
+ * heap ({@code O(n log k)} where a sort would be {@code O(n log n)}); the global top {@code k} of
+ * a window is among the union of the tasks' top {@code k}.
+ *
+ * <p>{@link #perTask} stops there: a micro-batch's driver merges the union into each window's
+ * last top-k anyway ({@code top_k(last ∪ candidates)}), so a second, single-task stage would only
+ * add a shuffle and a task to every batch; the driver collects at most {@code partitions × k}
+ * rows per window. {@link #apply} adds that stage, for a plan whose result must be exactly the
+ * {@code k} best per window.
  */
 public final class TopCandidates implements MapPartitionsFunction<Row, Row> {
   private static final long serialVersionUID = 1L;
@@ -44,8 +48,16 @@ public final class TopCandidates implements MapPartitionsFunction<Row, Row> {
   /** {@code rows} narrowed to the {@code k} best window-count rows per window, in one partition. */
   public static Dataset<Row> apply(Dataset<Row> rows, int k) {
     TopCandidates best = new TopCandidates(k);
+    return perTask(rows, k).repartition(1).mapPartitions(best, Encoders.row(rows.schema()));
+  }
+
+  /**
+   * {@code rows} narrowed, in each of its partitions, to that partition's {@code k} best
+   * window-count rows per window: a narrow step, run in the tasks that make {@code rows}.
+   */
+  public static Dataset<Row> perTask(Dataset<Row> rows, int k) {
     Encoder<Row> sameRows = Encoders.row(rows.schema());
-    return rows.mapPartitions(best, sameRows).repartition(1).mapPartitions(best, sameRows);
+    return rows.mapPartitions(new TopCandidates(k), sameRows);
   }
 
   @Override
