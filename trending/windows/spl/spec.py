@@ -26,6 +26,7 @@ selector function passed to :func:`parse_spec` (selectors are code, not data).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -110,6 +111,43 @@ class WindowSpec:
             raise InputError(f"partition attribute {self.partition_by!r} must be a scalar")
         return key
 
+    def to_jvm_json(self) -> str:
+        """The spec in the normal form the JVM core reads (``trending.spl.SpecJson``).
+
+        Canonical JSON (sorted keys, no spaces): every field explicit and defaults filled,
+        times in integer milliseconds, summaries a list in their order::
+
+            {"version": 1, "kind": "tumbling" | "sliding", "partition_by": A | null,
+             "evict": P, "trigger": P | null, "partition_eviction": null
+                | {"limit": "age" | "count" | "tuples", "value": N, "select": "lru" | "operator"},
+             "summaries": [{"name": S, "summary": "count" | "sum" | "min" | "max" | "mean"
+                            | "top_k", "attribute": A | null, "k": K | null}, ...],
+             "keep_tuples": B, "empty_window_events": B}
+            P = {"policy": "count", "size": N} | {"policy": "delta", "attribute": A, "size": X}
+                | {"policy": "time", "period_ms": N} | {"policy": "punct"}
+
+        A sliding window's ``summaries`` is empty and its ``keep_tuples`` true; a tumbling
+        window's ``trigger`` is null. An operator-defined selector is written as
+        ``"operator"`` (the JVM core refuses it: selectors are Python code); a
+        :class:`~trending.windows.spl.summarizers.Custom` summarizer raises ``ValueError``.
+        """
+        window = self.window
+        data: dict[str, Any] = {
+            "version": 1,
+            "partition_by": self.partition_by,
+            "evict": _policy_json(window.evict),
+            "partition_eviction": _eviction_json(window.partition_eviction),
+            "empty_window_events": window.empty_window_events,
+        }
+        if isinstance(window, SlidingWindow):
+            trigger = _policy_json(window.trigger)
+            data |= {"kind": "sliding", "trigger": trigger, "summaries": [], "keep_tuples": True}
+        else:
+            summaries = [_summary_json(name, s) for name, s in window.summarizers.items()]
+            data |= {"kind": "tumbling", "trigger": None, "summaries": summaries}
+            data["keep_tuples"] = window.keep_tuples
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
 
 def parse_spec(raw: object, selector: Selector | None = None) -> WindowSpec:
     """Validate ``raw`` and build its :class:`WindowSpec`; :class:`SpecError` if it is bad."""
@@ -149,6 +187,42 @@ def parse_spec(raw: object, selector: Selector | None = None) -> WindowSpec:
     else:
         window = TumblingWindow(evict, eviction, summaries, keep, empty)
     return WindowSpec(window, partition_by)
+
+
+def _policy_json(policy: Policy) -> dict[str, Any]:
+    if isinstance(policy, Count):
+        return {"policy": "count", "size": policy.size}
+    if isinstance(policy, Delta):
+        return {"policy": "delta", "attribute": policy.attribute, "size": policy.size}
+    if isinstance(policy, Time):
+        return {"policy": "time", "period_ms": policy.period_ms}
+    return {"policy": "punct"}
+
+
+def _eviction_json(eviction: PartitionEviction | None) -> dict[str, Any] | None:
+    if eviction is None:
+        return None
+    limit = eviction.limit
+    if isinstance(limit, PartitionAge):
+        name, value = "age", limit.age_ms
+    elif isinstance(limit, PartitionCount):
+        name, value = "count", limit.count
+    else:
+        name, value = "tuples", limit.tuples
+    select = "lru" if eviction.selector is None else "operator"
+    return {"limit": name, "value": value, "select": select}
+
+
+def _summary_json(name: str, summarizer: Summarizer) -> dict[str, Any]:
+    if isinstance(summarizer, summ.Count):
+        kind, attribute, k = "count", None, None
+    elif isinstance(summarizer, summ.TopK):
+        kind, attribute, k = "top_k", summarizer.attribute, summarizer.k
+    elif isinstance(summarizer, summ.Sum | summ.Min | summ.Max | summ.Mean):
+        kind, attribute, k = type(summarizer).__name__.lower(), summarizer.attribute, None
+    else:
+        raise ValueError(f"summaries.{name}: a custom summarizer has no JVM form")
+    return {"name": name, "summary": kind, "attribute": attribute, "k": k}
 
 
 def _sliding(
