@@ -15,10 +15,14 @@ gives the same rows as one step.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from trending.windows.temporal.aggregates import Aggregate
+from trending.windows.temporal.altered import AlteredEvents
+from trending.windows.temporal.count import CountWindow
 from trending.windows.temporal.events import (
     Cti,
     EndEdge,
@@ -30,7 +34,9 @@ from trending.windows.temporal.events import (
     Value,
     describe,
 )
+from trending.windows.temporal.hopping import HoppingWindow
 from trending.windows.temporal.lifetime import UNCHANGED, Alteration, CtiViolation, ViolationPolicy
+from trending.windows.temporal.snapshot import SnapshotWindow
 from trending.windows.temporal.state import StoredEvent, TemporalState
 from trending.windows.temporal.timeline import BEGINNING_OF_TIME, END_OF_TIME, format_time_ms
 
@@ -84,6 +90,39 @@ class TemporalQuery:
         rows = logic.advance(cti) if cti is not None else []
         return Step(rows, logic.state, logic.dropped, logic.adjusted)
 
+    def to_jvm_json(self) -> str:
+        """The query in the normal form the JVM core reads (``trending.temporal.SpecJson``).
+
+        Canonical JSON (sorted keys, no spaces), every field explicit, times in integer ms::
+
+            {"version": 1, "violation": "fail" | "drop" | "adjust",
+             "alteration": {"shift_ms": S, "duration_ms": D | null, "extend_ms": E,
+                            "clip_ms": C | null},
+             "window": W}
+            W = {"kind": "hopping", "duration_ms": D, "hop_ms": P, "alignment_ms": A,
+                 "snap": B, "aggregate": G, "max_windows": N | null}
+              | {"kind": "snapshot", "aggregate": G} | {"kind": "count", "n": N, "aggregate": G}
+              | {"kind": "alter"}
+            G = {"name": NAME, "k": K | null}
+
+        A tumbling window is a hopping one with ``hop_ms == duration_ms``; ``alignment_ms`` is
+        reduced to ``[0, hop_ms)``; HoppingWindow2 is ``"snap": true`` (``max_windows`` null).
+        A window of another class raises ``ValueError``.
+        """
+        alteration = self.alteration
+        data = {
+            "version": 1,
+            "violation": self.violation.value,
+            "alteration": {
+                "shift_ms": alteration.shift,
+                "duration_ms": alteration.duration,
+                "extend_ms": alteration.extend,
+                "clip_ms": alteration.clip,
+            },
+            "window": _window_json(self.window),
+        }
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
     def run(self, inputs: Iterable[Item | Cti]) -> list[Row]:
         """All rows of one key's input (a CTI at the end of time closes it)."""
         logic = self.build()
@@ -94,6 +133,36 @@ class TemporalQuery:
             else:
                 logic.insert(item)
         return rows + logic.advance(END_OF_TIME)
+
+
+def _window_json(window: TemporalWindow) -> dict[str, Any]:
+    """A window's part of :meth:`TemporalQuery.to_jvm_json`."""
+    if isinstance(window, HoppingWindow):
+        geometry, snap, most = window.geometry, False, window.max_windows
+        aggregate = window.aggregate
+    elif isinstance(window, SnapshotWindow) and window.snap is not None:
+        geometry, snap, most, aggregate = window.snap, True, None, window.aggregate
+    elif isinstance(window, SnapshotWindow):
+        return {"kind": "snapshot", "aggregate": _aggregate_json(window.aggregate)}
+    elif isinstance(window, CountWindow):
+        return {"kind": "count", "n": window.n, "aggregate": _aggregate_json(window.aggregate)}
+    elif isinstance(window, AlteredEvents):
+        return {"kind": "alter"}
+    else:
+        raise ValueError(f"the JVM core has no {window.name!r} window")
+    return {
+        "kind": "hopping",
+        "duration_ms": geometry.duration,
+        "hop_ms": geometry.hop,
+        "alignment_ms": geometry.alignment,
+        "snap": snap,
+        "aggregate": _aggregate_json(aggregate),
+        "max_windows": most,
+    }
+
+
+def _aggregate_json(aggregate: Aggregate) -> dict[str, Any]:
+    return {"name": aggregate.name, "k": aggregate.k}
 
 
 @dataclass
