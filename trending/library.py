@@ -178,10 +178,16 @@ def temporal_window(
     ``value`` (double; null for ``top_k``) and ``values`` (``top_k``'s values, largest first;
     else empty).
 
-    The keys' state is kept in ``buckets`` grouping keys (by default two per shuffle
-    partition of the session), each read and written with one state call per micro-batch: a
-    query restarted on its checkpoint must keep the number, and one started with another fails
-    saying which to give.
+    Every spec runs on the project's JVM core in Spark's ``transformWithState``, one grouping
+    key per key (:mod:`trending.spark.temporal_jvm_step`); ``buckets`` does not apply there. A
+    query only the Python core can run (a window of its own), a session that cannot load the
+    project's classes, or ``spark.trending.temporal.engine=python`` runs on the Python core in
+    ``transformWithStateInPandas``, the keys' state kept in ``buckets`` grouping keys (by
+    default two per shuffle partition of the session), each read and written with one state
+    call per micro-batch: a query restarted on its checkpoint must keep the number, and one
+    started with another fails saying which to give. The two steps give the same rows but keep
+    their state differently: Spark refuses a checkpoint of the one to the other
+    (``docs/library.md``, "How it runs").
     """
     parsed = query if isinstance(query, TemporalQuery) else parse_temporal_spec(dict(query))
     columns = [key, start, end, kind_column, id_column, value_column]

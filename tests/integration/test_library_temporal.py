@@ -391,7 +391,8 @@ def test_without_a_kind_column_rows_are_intervals_or_points(spark: Any) -> None:
 
 
 def test_invalid_events_fail_the_query_or_are_dropped(spark: Any) -> None:
-    from pyspark.errors import PythonException
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
 
     from trending import temporal_window
 
@@ -401,7 +402,7 @@ def test_invalid_events_fail_the_query_or_are_dropped(spark: Any) -> None:
     df = spark.createDataFrame([*rows, bad], BATCH_SCHEMA)
     spec = {"kind": "snapshot", "aggregate": "count"}
     columns = {"start": "start", "end": "end", "kind_column": "kind", "id_column": "id"}
-    with pytest.raises(PythonException, match="end edge 'nowhere' has no open start edge"):
+    with pytest.raises((PySparkException, Py4JJavaError), match="end edge 'nowhere' has no open"):
         temporal_window(df, spec, **columns).collect()
     out = temporal_window(df, spec, invalid="drop", **columns)
     model = expected(rows, lambda e, w: snapshot(e, "count", w), EOT)
@@ -423,9 +424,22 @@ def test_a_streaming_window_names_the_setting_it_misses(spark: Any, tmp_path: Pa
 def test_a_restart_with_another_number_of_buckets_is_refused_naming_it(
     spark: Any, tmp_path: Path
 ) -> None:
+    #   buckets apply to the Python step only: the query runs there
     from pyspark.errors import StreamingQueryException
 
     from trending import temporal_window
+    from trending.spark.temporal_jvm_step import ENGINE_CONF
+
+    spark.conf.set(ENGINE_CONF, "python")
+    try:
+        _restart_with_other_buckets(spark, tmp_path, StreamingQueryException, temporal_window)
+    finally:
+        spark.conf.unset(ENGINE_CONF)
+
+
+def _restart_with_other_buckets(
+    spark: Any, tmp_path: Path, refused: type[Exception], temporal_window: Any
+) -> None:
 
     source = tmp_path / "in"
     source.mkdir()
@@ -452,7 +466,7 @@ def test_a_restart_with_another_number_of_buckets_is_refused_naming_it(
         for name in ("start", "end"):
             row[name] = None if row[name] is None else row[name] + 60_000
     write_file(source, later)
-    with pytest.raises(StreamingQueryException, match="in 3 buckets, not 5: give buckets=3"):
+    with pytest.raises(refused, match="in 3 buckets, not 5: give buckets=3"):
         run(5)
 
 

@@ -408,8 +408,13 @@ def test_a_python_worker_missing_spark_s_fixed_10_s_has_the_job_start_again(
 ) -> None:
     """The first Python process Spark starts takes 12 s (an interpreter wrapper that sleeps
     once): the query fails on Spark's fixed 10 s for a Python worker to connect back, the job
-    starts again from its checkpoint on its own, and the output equals the oracle."""
-    topics, lines, command = snapshot_job(kafka_bootstrap, tmp_path, 61, events=300)
+    starts again from its checkpoint on its own, and the output equals the oracle. The query
+    runs on the Python step (``spark.trending.temporal.engine=python``): the JVM step starts no
+    Python worker."""
+    engine = "spark.trending.temporal.engine=python"
+    topics, lines, command = snapshot_job(
+        kafka_bootstrap, tmp_path, 61, "--conf", engine, events=300
+    )
     wrapper, once = slow_first_python(tmp_path)
     run = subprocess.run(
         [*command, "--available-now"], capture_output=True, text=True, timeout=300,

@@ -58,6 +58,7 @@ from trending.spark.clock import batch_clock, set_batch_clock
 from trending.spark.collect import in_parts
 from trending.spark.key_buckets import default_buckets
 from trending.spark.session import NO_DATA_CONF
+from trending.spark.temporal_jvm_step import jvm_query
 from trending.spark.temporal_steps import (
     DEAD,
     LATE,
@@ -75,7 +76,12 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
-STATE_LAYOUT = "temporal-buckets-1"
+STATE_LAYOUT = "temporal-keys-jvm-1"
+"""The keys' state on the JVM core (:mod:`trending.spark.temporal_jvm_step`: state
+``temporal_jvm``, one grouping key per key)."""
+PYTHON_STATE_LAYOUT = "temporal-buckets-1"
+"""The keys' state on the Python core (state ``temporal_keys`` in buckets of keys): a query
+only the Python core runs, or ``spark.trending.temporal.engine=python``."""
 
 
 @dataclass(frozen=True)
@@ -102,13 +108,14 @@ class WindowsJobConfig(JobSettings):
         if self.lateness_ms < 0:
             raise UserError("--lateness must be >= 0")
 
-    def state_settings(self, buckets: int) -> dict[str, Any]:
-        """The settings the job's state depends on: a checkpoint keeps them for its lifetime."""
+    def state_settings(self, buckets: int | None, on_jvm: bool = True) -> dict[str, Any]:
+        """The settings the job's state depends on: a checkpoint keeps them for its lifetime.
+        ``on_jvm``: the query runs on the JVM core (the buckets do not apply there)."""
         return {
-            "state_layout": STATE_LAYOUT,
+            "state_layout": STATE_LAYOUT if on_jvm else PYTHON_STATE_LAYOUT,
             "spec": json.loads(json.dumps(self.spec, sort_keys=True)),
             "lateness_ms": self.lateness_ms,
-            "buckets": buckets,
+            "buckets": None if on_jvm else buckets,
         }
 
 
@@ -321,16 +328,19 @@ def open_processor(spark: SparkSession, config: WindowsJobConfig) -> WindowsBatc
     """Claim the checkpoint, fence the previous writer and read the committed state."""
     checkpoint = JobCheckpoint(spark, config.checkpoint)
     buckets = key_buckets(spark, checkpoint)
+    on_jvm = jvm_query(spark, config.query()) is not None
+    settings = config.state_settings(buckets, on_jvm)
 
     def build(job_id: str, writer: TransactionalBatchWriter) -> WindowsBatchProcessor:
         return WindowsBatchProcessor(config, checkpoint, job_id, writer, buckets)
 
-    return open_job(checkpoint, config, "windows", config.state_settings(buckets), build)
+    return open_job(checkpoint, config, "windows", settings, build)
 
 
 def key_buckets(spark: SparkSession, checkpoint: JobCheckpoint) -> int:
-    """How many buckets the keys' state is in: as recorded by the checkpoint, else two per
-    shuffle partition of the session (:mod:`trending.spark.key_buckets`)."""
+    """How many buckets the keys' state is in on the Python core: as recorded by the
+    checkpoint, else two per shuffle partition of the session
+    (:mod:`trending.spark.key_buckets`)."""
     recorded = (checkpoint.recorded_settings() or {}).get("buckets")
     return default_buckets(spark) if recorded is None else int(recorded)
 

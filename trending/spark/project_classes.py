@@ -44,6 +44,15 @@ def use_project_classes(spark: SparkSession) -> None:
     jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)
 
 
+def project_classes_usable(spark: SparkSession) -> bool:
+    """Whether :func:`use_project_classes` can serve ``spark`` (a classic session, Spark 4.1+)."""
+    try:
+        jvm = getattr(spark.sparkContext, "_jvm", None)
+    except Exception:  # Spark Connect has no SparkContext
+        return False
+    return jvm is not None and _major_minor(str(spark.version)) >= (4, 1)
+
+
 def _major_minor(version: str) -> tuple[int, int]:
     """``(4, 1)`` of ``"4.1.1"`` (a pre-release suffix ignored)."""
     parts = [int("".join(c for c in p if c.isdigit()) or 0) for p in version.split(".")[:2]]

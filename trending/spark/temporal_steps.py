@@ -4,17 +4,21 @@ One streaming plan per query::
 
     Kafka records ─ from_avro ─ kind, sync time                   (stateless, per record)
       ─ withWatermark(sync time, lateness)                          (Spark's watermark W)
-      ─ transformWithStateInPandas keyed by bucket of key, event-time timers (state store,
-          executors; :mod:`trending.spark.key_buckets`)
-          per key one TemporalState (JSON, a row of its bucket's ListState):
+      ─ transformWithState keyed by key, event-time timers (state store, executors; the JVM
+          core, :mod:`trending.spark.temporal_jvm_step`), or for a query only the Python core
+          runs, transformWithStateInPandas keyed by bucket of key
+          (:mod:`trending.spark.key_buckets`)
+          per key one TemporalState (JVM: bytes in a ValueState; Python: JSON, a row of its
+          bucket's ListState):
             the CTI moves to W                                  -> RESULT rows
             then, in (sync time, partition, offset) order:
               events with sync < W -> LATE rows (with the record's bytes), or, with
                                       "violation": "adjust", moved up to W
               bad input            -> DEAD rows (with the reason)
               the others go in
-          per bucket one PROGRESS row: the newest watermark mark of its input rows
-          a bucket's timer at W + 1 while a key of it holds events: every key advances
+          per key (JVM) or bucket (Python) with input one PROGRESS row: the newest
+          watermark mark of its input rows and their count
+          a key's (bucket's) timer at W + 1 while it holds events: every key advances
           whenever W does
       ─ foreachBatch: RESULT, LATE and DEAD rows to Kafka in one transaction; the driver
         follows W from the PROGRESS rows (max mark - lateness), as Spark does
@@ -30,6 +34,10 @@ key (its state holds no event) keeps no state, and a bucket of idle keys no time
 A CTI at the end of time closes the input for good: every row becomes final and every later
 event is late. Only the job's own control topic (``control_topic``) may send it; one on any other
 topic is ``DEAD`` with :data:`FOREIGN_END_OF_INPUT` and moves no watermark.
+
+:func:`run_temporal` picks the step; both give the same rows, batch by batch, and what follows
+describes both (the Python step's classes here, the JVM step's in
+``jvm/udf/src/main/java/trending/temporal/spark``).
 
 Two layers: :func:`temporal_events` and :class:`KafkaRows` are the job's Kafka side (decoding,
 the records' origin on LATE and DEAD rows, PROGRESS rows for the driver); below them
@@ -79,6 +87,7 @@ from trending.spark.key_buckets import (
     timers_to,
     with_bucket,
 )
+from trending.spark.temporal_jvm_step import jvm_query, run_jvm_temporal
 from trending.windows.temporal import (
     END_OF_TIME,
     CtiViolation,
@@ -202,12 +211,20 @@ def run_temporal(
     buckets: int | None = None,
 ) -> DataFrame:
     """``query`` per key over decoded ``events`` (kind, key, id, start_ms, end_ms, value,
-    sync_ms, mark_ms, reason and whatever ``rows`` needs); the rows ``rows`` makes. The keys
-    are hashed into ``buckets`` grouping keys (:mod:`trending.spark.key_buckets`; by default
-    two per shuffle partition)."""
+    sync_ms, mark_ms, reason and whatever ``rows`` needs); the rows ``rows`` makes.
+
+    The JVM core runs it (:mod:`trending.spark.temporal_jvm_step`: one grouping key per key)
+    whenever it can take the query and ``rows`` has a JVM form; otherwise the Python core does,
+    in ``transformWithStateInPandas``, with the keys hashed into ``buckets`` grouping keys
+    (:mod:`trending.spark.key_buckets`; by default two per shuffle partition). ``buckets``
+    applies to the Python step only. Both give the same rows."""
     close = not events.isStreaming
     if close:
         events.sparkSession.streams  # noqa: B018 (a batch needs the state store coordinator)
+    options = rows.jvm_options()
+    spec = None if options is None else jvm_query(events.sparkSession, query)
+    if spec is not None and options is not None:
+        return run_jvm_temporal(events, spec, options | {"close": close})
     if buckets is None:
         buckets = default_buckets(events.sparkSession)
     codec = KeyCodec(events.schema["key"].dataType)
@@ -250,6 +267,11 @@ class TemporalRows(Protocol):
         """The output that tells the driver about a key's input rows of a batch."""
         ...
 
+    def jvm_options(self) -> dict[str, Any] | None:
+        """The same rows as the JVM step makes them (``rows``, ``invalid``, ``schema``), or
+        None when only the Python step can."""
+        ...
+
 
 class KafkaRows:
     """The job's rows (:data:`OUTPUT_SCHEMA`): RESULT, and LATE and DEAD with the record's
@@ -270,6 +292,9 @@ class KafkaRows:
         marks = frame["mark_ms"].dropna()
         mark = int(marks.max()) if len(marks) else None
         return [{"kind": PROGRESS, "sync_ms": mark, "events": len(frame)}]
+
+    def jvm_options(self) -> dict[str, Any] | None:
+        return {"rows": "kafka", "schema": OUTPUT_SCHEMA}
 
 
 EVENT_KINDS = {"INTERVAL": INTERVAL, "POINT": INTERVAL, "START_EDGE": START_EDGE,
@@ -372,6 +397,9 @@ class WindowRows:
 
     def progress(self, frame: pd.DataFrame) -> list[dict[str, Any]]:
         return []
+
+    def jvm_options(self) -> dict[str, Any] | None:
+        return {"rows": "window", "invalid": self.invalid, "schema": self.schema.json()}
 
 
 class TemporalProcessor(StatefulProcessor):
