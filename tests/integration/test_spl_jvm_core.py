@@ -19,17 +19,15 @@ and ``3.0``) differ, as they do in the Python core's output.
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
-import zipfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from connectors.jvm import jars_root, java_executable
+from connectors.jvm import java_executable
+from tests.support.replay_jvm import replay_cases, replay_classpath
 from tests.unit.windows.spl.helpers import chain, vals
 from trending.windows.replay import ReplayError, parse_line, replay
 from trending.windows.spl import (
@@ -56,17 +54,7 @@ ERROR = {"error": True}
 
 @pytest.fixture(scope="module")
 def classpath() -> str:
-    import pyspark
-
-    jar = jars_root() / "udf" / "trending-udf.jar"
-    if not jar.is_file():
-        pytest.fail(f"no {jar}: run `bash jvm/udf/build.sh`", pytrace=False)
-    with zipfile.ZipFile(jar) as archive:
-        if "trending/spl/ReplayMain.class" not in archive.namelist():
-            pytest.fail(f"{jar} has no {MAIN}: run `bash jvm/udf/build.sh`", pytrace=False)
-    spark_jars = Path(pyspark.__file__).parent / "jars"
-    jackson = sorted(spark_jars.glob("jackson-[acd]*.jar"))
-    return os.pathsep.join([str(jar), *map(str, jackson)])
+    return replay_classpath(MAIN)
 
 
 @dataclass
@@ -86,17 +74,8 @@ def run_jvm(classpath: str, cases: list[Case]) -> list[list[str]]:
         normal = json.loads(parse_spec(case.spec).to_jvm_json())
         header = {"spec": normal, "time_ms": case.time_ms, "keep_going": case.keep_going}
         stream += [json.dumps(header), *case.lines]
-    result = subprocess.run(
-        [java_executable(), "-cp", classpath, MAIN, "--cases"],
-        input="\n".join(stream) + "\n",
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
     outputs: list[list[str]] = [[]]
-    for line in result.stdout.splitlines():
+    for line in replay_cases(classpath, MAIN, stream):
         data = json.loads(line)
         if data == {"end": True}:
             outputs.append([])

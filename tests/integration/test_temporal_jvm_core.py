@@ -21,19 +21,15 @@ except the JSON parser's own words and the shown value of a non-numeric input.
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from connectors.jvm import jars_root, java_executable
+from tests.support.replay_jvm import replay_cases, replay_classpath
 from tests.unit.windows.temporal.test_temporal_seed import (
     ADJUSTED_EVENTS,
     QUERY,
@@ -76,17 +72,7 @@ S = 1000
 
 @pytest.fixture(scope="module")
 def classpath() -> str:
-    import pyspark
-
-    jar = jars_root() / "udf" / "trending-udf.jar"
-    if not jar.is_file():
-        pytest.fail(f"no {jar}: run `bash jvm/udf/build.sh`", pytrace=False)
-    with zipfile.ZipFile(jar) as archive:
-        if "trending/temporal/ReplayMain.class" not in archive.namelist():
-            pytest.fail(f"{jar} has no {MAIN}: run `bash jvm/udf/build.sh`", pytrace=False)
-    spark_jars = Path(pyspark.__file__).parent / "jars"
-    jackson = sorted(spark_jars.glob("jackson-[acd]*.jar"))
-    return os.pathsep.join([str(jar), *map(str, jackson)])
+    return replay_classpath(MAIN)
 
 
 @dataclass
@@ -104,17 +90,8 @@ def run_jvm(classpath: str, cases: list[Case]) -> list[list[str]]:
     for case in cases:
         normal = json.loads(parse_temporal_spec(case.spec).to_jvm_json())
         stream += [json.dumps({"spec": normal, "keep_going": case.keep_going}), *case.lines]
-    result = subprocess.run(
-        [java_executable(), "-cp", classpath, MAIN, "--cases"],
-        input="\n".join(stream) + "\n",
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
     outputs: list[list[str]] = [[]]
-    for line in result.stdout.splitlines():
+    for line in replay_cases(classpath, MAIN, stream):
         data = json.loads(line)
         if data == {"end": True}:
             outputs.append([])
