@@ -1,6 +1,9 @@
-"""The SPL runner on Spark (``apply_window``, ``local[2]``): tuples/s and state bytes per batch.
+"""The SPL runner on Spark (``spl_window``, ``local[2]``): tuples/s and state bytes per batch.
 
-Two runs over JSON files (one file = one micro-batch), default output (event rows):
+Two runs over JSON files (one file = one micro-batch) of the public, typed output
+(:func:`trending.library.spl_window`, i.e. ``apply_window(output="typed")``), on the JVM core
+(``--engine jvm``, what ``spl_window`` runs for these specs) or on the Python core
+(``--engine python``):
 
 * per key: ``--keys`` keys (10^4), a sliding ``count(1000)`` window per key with a ``count(1)``
   trigger; each batch holds ``--rows`` rows, the same number per key, so windows grow by
@@ -14,10 +17,11 @@ Printed per batch (``name=... value=... unit=...`` lines): the rows, the batch's
 (``processAllAvailable``, output included), tuples/s, and from Spark's progress
 (``stateOperators[].customMetrics``) ``rocksdbTotalBytesWritten``, the bytes the batch wrote
 into the RocksDB state store, and ``rocksdbBytesCopied``, the bytes its commit copied to the
-checkpoint; then the bytes of ``tuples`` JSON in the batch's output rows. The first batch of each
-run also pays for start-up (workers, JIT), so each run ends with the medians of the other
-batches. ``--runner FILE`` runs another copy of the runner module, e.g.
-``git show REV:trending/spark/spl_runner.py > /tmp/runner.py``, for comparison.
+checkpoint; then the output rows' ``tuples`` as JSON bytes (``to_json``, so the figure means
+what it did when the output was JSON text). The first batch of each run also pays for start-up
+(workers, JIT), so each run ends with the medians of the other batches. ``--runner FILE`` runs
+another copy of the runner module, e.g. ``git show REV:trending/spark/spl_runner.py >
+/tmp/runner.py``, for comparison (a runner without engines runs its own typed output).
 """
 
 from __future__ import annotations
@@ -96,18 +100,23 @@ class OutputBytes:
     def __call__(self, batch: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
-        row = batch.agg(F.count("*"), F.sum(F.length("tuples"))).collect()[0]
+        row = batch.agg(F.count("*"), F.sum(F.length(F.to_json("tuples")))).collect()[0]
         self.rows += int(row[0])
         self.bytes += int(row[1] or 0)
 
 
-def run(spark: Any, runner: ModuleType, name: str, spec: dict[str, Any], data: list[Rows]) -> None:
+def run(
+    spark: Any, runner: ModuleType, name: str, spec: dict[str, Any], data: list[Rows], engine: str
+) -> None:
     """Run ``spec`` over ``data`` (one file a batch), printing each batch's figures."""
     with tempfile.TemporaryDirectory(prefix="bench-spl-runner-") as tmp:
         source = Path(tmp, "in")
         source.mkdir()
         stream = spark.readStream.schema(SCHEMA).json(str(source))
-        events = runner.apply_window(stream, spec, key="k", order_by="id")
+        engines = {"engine": engine} if engine != "auto" else {}
+        events = runner.apply_window(
+            stream, spec, key="k", order_by="id", output="typed", **engines
+        )
         sink = OutputBytes()
         query = (
             events.writeStream.foreachBatch(sink).option("checkpointLocation", f"{tmp}/chk").start()
@@ -159,6 +168,10 @@ def main() -> None:
     parser.add_argument("--evicting-batches", type=int, default=3)
     parser.add_argument("--runner", default=None, help="a runner module file to run instead")
     parser.add_argument("--only", choices=["per-key", "whole"], default=None)
+    parser.add_argument(
+        "--engine", choices=["auto", "jvm", "python"], default="auto",
+        help="the core typed output runs on (auto: what spl_window picks; auto for --runner)",
+    )  # fmt: skip
     args = parser.parse_args()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -171,7 +184,7 @@ def main() -> None:
         if args.only in (None, "per-key"):
             spec = {"kind": "sliding", "evict": {"count": 1000}, "trigger": {"count": 1}}
             data = per_key_batches(args.keys, args.rows, args.batches)
-            run(spark, runner, f"per-key {args.keys} keys count(1000)", spec, data)
+            run(spark, runner, f"per-key {args.keys} keys count(1000)", spec, data, args.engine)
         if args.only in (None, "whole"):
             spec = {
                 "kind": "sliding",
@@ -180,7 +193,7 @@ def main() -> None:
                 "partition_eviction": {"count": args.partitions},
             }
             data = evicting_batches(args.partitions, args.evicting_rows, args.evicting_batches)
-            run(spark, runner, f"whole partitionCount({args.partitions})", spec, data)
+            run(spark, runner, f"whole partitionCount({args.partitions})", spec, data, args.engine)
     finally:
         spark.stop()
 

@@ -120,11 +120,23 @@ def spl_window(
     A batch ``df`` runs once over all its rows: no timer fires, so time policies act only when
     a later row of the key moves the clock.
 
-    The keys' windows are kept in ``buckets`` grouping keys (by default two per shuffle
-    partition of the session), each read and written with one state call per micro-batch (a
-    window past 16 KB of text in a row of its own): a query restarted on its checkpoint must
-    keep the number, and one started with another fails saying which to give. A spec with
-    partition eviction runs as one window of all keys instead (``buckets`` does not apply).
+    It runs on the project's JVM core (``trending.spl`` in its jar, added to the session on
+    first use) in Spark's ``transformWithState``: one grouping key per key, whose state is one
+    value, ``spl_window_jvm`` (the key's event count, timer and window as bytes), read and
+    written once per micro-batch that has rows or a timer for the key; a spec with partition
+    eviction is one grouping key holding the whole window. ``buckets`` does not apply there. A
+    spec with a custom summarizer or an operator's partition selector, a session that cannot
+    load the project's classes (Spark Connect, Spark before 4.1), or
+    ``spark.trending.spl.engine=python`` on the session runs on the Python core in
+    ``transformWithStateInPandas`` instead, with the same rows: its keys' windows are kept in
+    ``buckets`` grouping keys (by default two per shuffle partition), each read and written
+    with one state call per micro-batch (a window past 16 KB of text in a row of its own); a
+    query restarted on its checkpoint must keep the number, and one started with another
+    fails saying which to give. The two keep their state differently: a checkpoint written by
+    one is refused by the other (Spark's ``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``
+    naming ``transformWithStateInPandasExec`` and ``transformWithStateExec``): start on a new
+    checkpoint, or run it as before (``spark.trending.spl.engine=python`` for a checkpoint of
+    the Python core, e.g. one written before this release).
     """
     return apply_window(
         df,

@@ -1,10 +1,20 @@
-"""Run an SPL window per key on a streaming DataFrame, inside ``transformWithStateInPandas``.
+"""Run an SPL window per key on a streaming DataFrame: typed output on the JVM core in Spark's
+``transformWithState`` where it can, else the Python core inside ``transformWithStateInPandas``.
 
 ::
 
     configure_spark(spark)                      # RocksDB state store + no-data batches
     events = apply_window(df, {"kind": "sliding", "evict": {"count": 3},
                                "trigger": {"count": 1}}, key="user", order_by="id")
+
+``output="typed"`` (:func:`trending.library.spl_window`) runs on the JVM core
+(:mod:`trending.spark.spl_jvm_step`: ``trending.spl.SplWindowStep`` in the project's jar) when
+:func:`runs_on_jvm` holds: a spec without custom summarizers or an operator's partition
+selector, on a classic Spark 4.1+ session, unless ``spark.trending.spl.engine=python``. There
+each key is a grouping key of its own whose state is one value (event count, timer, the window
+as bytes) and whose timer is Spark's, and no Python worker runs; ``buckets`` does not apply.
+The rows are the same as below, event for event. The rest of this docstring is the Python
+path, which runs everything else (JSON output, ``output=fn``, specs the JVM core cannot read).
 
 Each key (``key`` column, or the spec's ``partition_by``) gets its own window from the pure
 core (:mod:`trending.windows.spl`), run by :class:`trending.windows.spl.stored.StoredWindow`
@@ -68,7 +78,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import (
@@ -103,7 +113,9 @@ from trending.spark.key_buckets import (
     timers_to,
     with_bucket,
 )
+from trending.spark.project_classes import project_classes_usable
 from trending.spark.session import NO_DATA_CONF, PROVIDER_CONF, ROCKSDB_PROVIDER
+from trending.spark.spl_jvm_step import jvm_spec, jvm_usable, run_jvm_window
 from trending.windows.spl.events import PartitionKey, Record, WindowEvent
 from trending.windows.spl.keyed import (
     WINDOW_EVENTS,
@@ -128,6 +140,8 @@ EventMapper: TypeAlias = Callable[[Any, WindowEvent], Iterable[Mapping[str, Any]
 RowMaker: TypeAlias = Callable[[Any, WindowEvent, int], Mapping[str, Any]]
 """``fn(key, event, seq)`` -> the output row of one event (``"events"`` and ``"typed"``)."""
 Row: TypeAlias = tuple[int | None, PartitionKey, Record]
+Engine: TypeAlias = Literal["auto", "python", "jvm"]
+"""Which core :func:`apply_window` runs a typed window on (see :func:`runs_on_jvm`)."""
 
 TIME_COLUMN = "spl_runner_time_ms"
 TIME_STAMP_COLUMN = "spl_runner_time"
@@ -213,6 +227,7 @@ def apply_window(
     kinds: Iterable[str] | None = None,
     include_window: bool = False,
     buckets: int | None = None,
+    engine: Engine = "auto",
 ) -> DataFrame:
     """The window events of ``spec`` run per ``key`` over ``df`` (see module doc).
 
@@ -223,7 +238,10 @@ def apply_window(
     ``output``: ``"events"`` (tuples and summary as JSON text), ``"typed"``
     (:class:`TypedEvents`) or a function (with ``output_schema``). ``buckets``: how many
     grouping keys hold the keys' windows (:mod:`trending.spark.key_buckets`; by default two
-    per shuffle partition; fixed for a checkpoint's lifetime).
+    per shuffle partition; fixed for a checkpoint's lifetime; the Python core only).
+    ``engine``: ``"auto"`` runs typed output on the JVM core when it can (:func:`runs_on_jvm`),
+    ``"python"`` always on the Python core, ``"jvm"`` on the JVM core (whatever
+    ``spark.trending.spl.engine`` says) or fails.
     """
     window = spec if isinstance(spec, WindowSpec) else parse_spec(spec)
     check_keyed(window, time_mode)
@@ -245,6 +263,22 @@ def apply_window(
     schema, rows = _output(window, fields, key, output, output_schema, include_window)
     if time_mode == "event":
         df = _with_event_time(df, time_column, watermark)
+    spec_json = _jvm_engine(df, window, output, engine)
+    if spec_json is not None:
+        assert isinstance(schema, StructType)
+        return run_jvm_window(
+            df,
+            spec_json,
+            key,
+            record_columns,
+            schema,
+            _names(order_by),
+            time_mode,
+            TIME_COLUMN if time_mode == "event" else None,
+            runs_whole(window),
+            include_window,
+            kinds,
+        )
     df, sources = _with_millis(df, fields.values())
     whole = runs_whole(window)
     if whole:
@@ -278,6 +312,36 @@ def apply_window(
         outputMode="Append",
         timeMode=_SPARK_TIME_MODES[time_mode],
     )
+
+
+def runs_on_jvm(df: DataFrame, spec: WindowSpec, output: str | EventMapper = "typed") -> bool:
+    """Whether :func:`apply_window` runs ``spec`` over ``df`` on the JVM core: typed output, a
+    spec the JVM core reads (no custom summarizer, no operator's selector:
+    :func:`~trending.spark.spl_jvm_step.jvm_spec`), a session that loads the project's classes
+    (classic Spark 4.1 or newer) and does not set ``spark.trending.spl.engine=python``."""
+    return _jvm_engine(df, spec, output, "auto") is not None
+
+
+def _jvm_engine(
+    df: DataFrame, spec: WindowSpec, output: str | EventMapper, engine: Engine
+) -> str | None:
+    """The spec's JVM JSON when ``engine`` runs it on the JVM core, else None."""
+    if engine not in ("auto", "python", "jvm"):
+        raise SplRunnerError(f"engine: must be 'auto', 'python' or 'jvm', got {engine!r}")
+    if engine == "python":
+        return None
+    spec_json = jvm_spec(spec)
+    usable = output == "typed" and spec_json is not None
+    if engine == "auto":
+        usable = usable and jvm_usable(df.sparkSession)
+    else:
+        usable = usable and project_classes_usable(df.sparkSession)
+    if engine == "jvm" and not usable:
+        raise SplRunnerError(
+            "engine='jvm' needs output='typed', a spec without custom summarizers or an "
+            "operator's partition selector, and a classic Spark 4.1+ session"
+        )
+    return spec_json if usable else None
 
 
 class SplProcessor(StatefulProcessor):
