@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 PROBE = "trending.state.HashtagState"  # a class of trending-udf.jar
+ENGINES = ("auto", "python")
+"""The values of a step's engine setting (e.g. ``spark.trending.spl.engine``): ``auto`` takes
+the JVM core where it can, ``python`` always the Python core."""
 
 
 def use_project_classes(spark: SparkSession) -> None:
@@ -51,6 +54,24 @@ def project_classes_usable(spark: SparkSession) -> bool:
     except Exception:  # Spark Connect has no SparkContext
         return False
     return jvm is not None and _major_minor(str(spark.version)) >= (4, 1)
+
+
+def jvm_engine(spark: SparkSession, setting: str) -> bool:
+    """Whether a step whose engine is chosen by the session setting ``setting`` may run on the
+    JVM core: the session can load the project's classes (:func:`project_classes_usable`) and
+    the setting is not ``python``. Any value but those of :data:`ENGINES` is refused."""
+    engine = str(spark.conf.get(setting, "auto") or "auto").lower()
+    if engine not in ENGINES:
+        raise ValueError(f"{setting} must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return engine == "auto" and project_classes_usable(spark)
+
+
+def java_class(spark: SparkSession, name: str) -> Any:
+    """The py4j handle of the JVM class ``name`` (a dotted name) on ``spark``'s gateway."""
+    jvm: Any = spark.sparkContext._jvm
+    for part in name.split("."):
+        jvm = getattr(jvm, part)
+    return jvm
 
 
 def _major_minor(version: str) -> tuple[int, int]:

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 STEP_CLASS = "trending.spl.SplWindowStep"
 ENGINE_CONF = "spark.trending.spl.engine"
-ENGINES = ("auto", "python")
 LAYOUT_HINT = (
     "spl_window keeps its state in the JVM layout (state variable spl_window_jvm, grouped by "
     "the key) when the spec runs on the JVM core, and in the Python layout (spl_keys, "
@@ -61,12 +60,9 @@ def jvm_spec(spec: WindowSpec) -> str | None:
 def jvm_usable(spark: SparkSession) -> bool:
     """Whether ``spark`` runs typed windows on the JVM core: it can load the project's classes
     (a classic session, Spark 4.1+) and :data:`ENGINE_CONF` is not ``python``."""
-    from trending.spark.project_classes import project_classes_usable
+    from trending.spark.project_classes import jvm_engine
 
-    engine = str(spark.conf.get(ENGINE_CONF, "auto") or "auto").lower()
-    if engine not in ENGINES:
-        raise ValueError(f"{ENGINE_CONF} must be one of {', '.join(ENGINES)}, got {engine!r}")
-    return engine == "auto" and project_classes_usable(spark)
+    return jvm_engine(spark, ENGINE_CONF)
 
 
 def run_jvm_window(
@@ -89,7 +85,7 @@ def run_jvm_window(
     (:class:`~trending.spark.spl_runner.TypedEvents`)."""
     from pyspark.sql import DataFrame
 
-    from trending.spark.project_classes import use_project_classes
+    from trending.spark.project_classes import java_class, use_project_classes
 
     spark = df.sparkSession
     use_project_classes(spark)
@@ -105,12 +101,5 @@ def run_jvm_window(
         "kinds": None if kinds is None else sorted(kinds),
         "schema": output.json(),
     }
-    step: Any = _java_class(spark, STEP_CLASS)
+    step: Any = java_class(spark, STEP_CLASS)
     return DataFrame(step.apply(df._jdf, json.dumps(options)), spark)
-
-
-def _java_class(spark: SparkSession, name: str) -> Any:
-    jvm: Any = spark.sparkContext._jvm
-    for part in name.split("."):
-        jvm = getattr(jvm, part)
-    return jvm

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 STEP_CLASS = "trending.temporal.spark.TemporalStep"
 ENGINE_CONF = "spark.trending.temporal.engine"
-ENGINES = ("auto", "python")
 LAYOUT_HINT = (
     "temporal windows keep their state in the JVM layout (state variable temporal_jvm, "
     "grouped by the key) when the query runs on the JVM core, and in the Python layout "
@@ -47,19 +46,16 @@ def jvm_query(spark: SparkSession, query: TemporalQuery) -> str | None:
     """The query as the JVM core reads it (``TemporalQuery.to_jvm_json()``), or None when it
     runs on the Python step: a window only the Python core has, a query the JVM core refuses,
     a session that cannot load the project's classes, or ``ENGINE_CONF=python``."""
-    from trending.spark.project_classes import project_classes_usable
+    from trending.spark.project_classes import java_class, jvm_engine, use_project_classes
 
-    engine = str(spark.conf.get(ENGINE_CONF, "auto") or "auto").lower()
-    if engine not in ENGINES:
-        raise ValueError(f"{ENGINE_CONF} must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if engine == "python" or not project_classes_usable(spark):
+    if not jvm_engine(spark, ENGINE_CONF):
         return None
     try:
         text = query.to_jvm_json()
     except ValueError:
         return None
-    _use_classes(spark)
-    refusal = _java_class(spark, STEP_CLASS).refusal(text)
+    use_project_classes(spark)
+    refusal = java_class(spark, STEP_CLASS).refusal(text)
     return None if refusal is not None else text
 
 
@@ -69,21 +65,10 @@ def run_jvm_temporal(events: DataFrame, spec_json: str, options: dict[str, Any])
     ``invalid``, ``close`` (a batch DataFrame) and ``schema`` (the output's, Spark JSON or DDL)."""
     from pyspark.sql import DataFrame
 
+    from trending.spark.project_classes import java_class, use_project_classes
+
     spark = events.sparkSession
-    _use_classes(spark)
-    step: Any = _java_class(spark, STEP_CLASS)
+    use_project_classes(spark)
+    step: Any = java_class(spark, STEP_CLASS)
     text = json.dumps({"spec": spec_json, **options})
     return DataFrame(step.apply(events._jdf, text), spark)
-
-
-def _use_classes(spark: SparkSession) -> None:
-    from trending.spark.project_classes import use_project_classes
-
-    use_project_classes(spark)
-
-
-def _java_class(spark: SparkSession, name: str) -> Any:
-    jvm: Any = spark.sparkContext._jvm
-    for part in name.split("."):
-        jvm = getattr(jvm, part)
-    return jvm
