@@ -17,6 +17,7 @@ import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import trending.replay.CaseReader;
 
 /**
  * Replays SPL window inputs through the JVM core, writing the event lines Python's {@code
@@ -43,14 +44,13 @@ import java.util.Map;
  * the window's state, restores a new window from it (checking that it encodes to the same bytes)
  * and goes on with that one.
  */
-public final class ReplayMain {
+public final class ReplayMain implements CaseReader.Replay {
   private final JsonGenerator out;
   private WindowConfig config;
   private JsonTuples tuples;
   private WindowLogic<ObjectNode, JsonTuples.Key> window;
   private boolean timeMs;
   private boolean keepGoing;
-  private boolean stopped;
   private boolean single;
   private int line;
   private final WindowEvents<ObjectNode, JsonTuples.Key> writer = this::write;
@@ -69,7 +69,8 @@ public final class ReplayMain {
     ReplayMain main = new ReplayMain(generator);
     int status;
     if (options.contains("--cases")) {
-      status = main.cases(in);
+      CaseReader.read(in, JsonTuples.MAPPER, generator, main);
+      status = 0;
     } else if (!options.isEmpty() && !options.get(0).startsWith("--")) {
       String spec = Files.readString(Path.of(options.get(0)), StandardCharsets.UTF_8);
       status = main.single(spec, options.contains("--time-ms"),
@@ -94,32 +95,11 @@ public final class ReplayMain {
     return 0;
   }
 
-  private int cases(BufferedReader in) throws IOException {
-    boolean open = false;
-    for (String text = in.readLine(); text != null; text = in.readLine()) {
-      JsonNode header = text.startsWith("{\"spec\"") ? JsonTuples.MAPPER.readTree(text) : null;
-      if (header == null) {
-        if (open && !stopped) {
-          input(text);
-        }
-        continue;
-      }
-      if (open) {
-        end();
-      }
-      open = true;
-      try {
-        start(SpecJson.read(header.get("spec")), header.path("time_ms").asBoolean(),
-            header.path("keep_going").asBoolean());
-      } catch (IllegalArgumentException e) {
-        error("spec: " + e.getMessage());
-        stopped = true;
-      }
-    }
-    if (open) {
-      end();
-    }
-    return 0;
+  /** A case's header: {@code {"spec": SPEC, "time_ms": B, "keep_going": B}}. */
+  @Override
+  public void start(JsonNode header) {
+    start(SpecJson.read(header.get("spec")), header.path("time_ms").asBoolean(),
+        header.path("keep_going").asBoolean());
   }
 
   private void start(WindowConfig spec, boolean withTime, boolean goOn) {
@@ -128,19 +108,12 @@ public final class ReplayMain {
     window = config.build(tuples);
     timeMs = withTime;
     keepGoing = goOn;
-    stopped = false;
     line = 0;
   }
 
-  private void end() throws IOException {
-    out.writeStartObject();
-    out.writeBooleanField("end", true);
-    out.writeEndObject();
-    out.writeRaw('\n');
-  }
-
   /** Apply one input line; false if the window refused it and the replay stops. */
-  private boolean input(String text) throws IOException {
+  @Override
+  public boolean input(String text) throws IOException {
     line++;
     if (text.isBlank()) {
       return true;
@@ -153,8 +126,7 @@ public final class ReplayMain {
         System.err.println("line " + line + ": " + e.getMessage());
         return false;
       }
-      error("line " + line + ": " + e.getMessage());
-      stopped = !keepGoing;
+      CaseReader.writeError(out, "line " + line + ": " + e.getMessage());
       return keepGoing;
     }
   }
@@ -240,13 +212,6 @@ public final class ReplayMain {
     }
     tuples = reader;
     window = restored;
-  }
-
-  private void error(String message) throws IOException {
-    out.writeStartObject();
-    out.writeStringField("error", message);
-    out.writeEndObject();
-    out.writeRaw('\n');
   }
 
   private void write(

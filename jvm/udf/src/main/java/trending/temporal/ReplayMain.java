@@ -17,6 +17,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import trending.replay.CaseReader;
 
 /**
  * Replays temporal window inputs through the JVM core, writing the lines Python's {@code
@@ -50,7 +51,7 @@ import java.util.TreeSet;
  * encodes every key's state, decodes it (checking that it encodes to the same bytes) and goes on
  * with the decoded states.
  */
-public final class ReplayMain {
+public final class ReplayMain implements CaseReader.Replay {
   private static final String FORMS =
       "{\"start\": T, \"end\": T, ...}, {\"end_edge\": ID, \"end\": T}, {\"cti\": T}";
   private static final Set<String> EVENT_FIELDS = Set.of("start", "end", "key", "value", "id");
@@ -59,7 +60,6 @@ public final class ReplayMain {
   private final JsonGenerator out;
   private KeyedRun run;
   private boolean keepGoing;
-  private boolean stopped;
   private int line;
 
   private ReplayMain(JsonGenerator out) {
@@ -76,7 +76,8 @@ public final class ReplayMain {
     ReplayMain main = new ReplayMain(generator);
     int status;
     if (options.contains("--cases")) {
-      status = main.cases(in);
+      CaseReader.read(in, JsonValues.MAPPER, generator, main);
+      status = 0;
     } else if (options.size() == 1 && !options.get(0).startsWith("--")) {
       status = main.single(Files.readString(Path.of(options.get(0)), StandardCharsets.UTF_8), in);
     } else {
@@ -91,7 +92,7 @@ public final class ReplayMain {
     start(SpecJson.read(spec), false);
     for (String text = in.readLine(); text != null; text = in.readLine()) {
       line++;
-      String problem = input(text);
+      String problem = apply(text);
       if (problem != null) {
         System.err.println(problem);
         return 2;
@@ -108,59 +109,41 @@ public final class ReplayMain {
     return 0;
   }
 
-  private int cases(BufferedReader in) throws IOException {
-    boolean open = false;
-    for (String text = in.readLine(); text != null; text = in.readLine()) {
-      JsonNode header = text.startsWith("{\"spec\"") ? JsonValues.MAPPER.readTree(text) : null;
-      if (header == null) {
-        if (open && !stopped) {
-          caseInput(text);
-        }
-        continue;
-      }
-      if (open) {
-        end();
-      }
-      open = true;
-      try {
-        start(SpecJson.read(header.get("spec")), header.path("keep_going").asBoolean());
-      } catch (IllegalArgumentException e) {
-        writeError("spec: " + e.getMessage());
-        stopped = true;
-      }
-    }
-    if (open) {
-      end();
-    }
-    return 0;
+  /** A case's header: {@code {"spec": SPEC, "keep_going": B}}. */
+  @Override
+  public void start(JsonNode header) {
+    start(SpecJson.read(header.get("spec")), header.path("keep_going").asBoolean());
   }
 
   private void start(TemporalQuery query, boolean goOn) {
     run = new KeyedRun(query);
     keepGoing = goOn;
-    stopped = false;
     line = 0;
   }
 
-  private void caseInput(String text) throws IOException {
+  /** One input line of a case; false if it is refused and the rest of the case skipped. */
+  @Override
+  public boolean input(String text) throws IOException {
     if (text.equals("{\"snapshot\": true}")) {
       run.roundTrip();
-      return;
+      return true;
     }
     line++;
-    String problem = input(text);
+    String problem = apply(text);
     if (problem != null) {
-      writeError(problem);
-      stopped = !keepGoing;
+      CaseReader.writeError(out, problem);
+      return keepGoing;
     }
+    return true;
   }
 
-  /** The end of a case: the end of input, the late input report, the end line. */
-  private void end() throws IOException {
+  /** The end of a case not stopped: the end of input, the late input report. */
+  @Override
+  public void end(boolean stopped) throws IOException {
     if (!stopped) {
       String problem = finish();
       if (problem != null) {
-        writeError(problem);
+        CaseReader.writeError(out, problem);
       } else if (run.dropped != 0 || run.adjusted != 0) {
         out.writeStartObject();
         out.writeStringField("warning", warning());
@@ -168,10 +151,6 @@ public final class ReplayMain {
         out.writeRaw('\n');
       }
     }
-    out.writeStartObject();
-    out.writeBooleanField("end", true);
-    out.writeEndObject();
-    out.writeRaw('\n');
   }
 
   private String warning() {
@@ -180,7 +159,7 @@ public final class ReplayMain {
   }
 
   /** Apply one input line and write its rows; the problem ("line N: ...") if it is refused. */
-  private String input(String text) throws IOException {
+  private String apply(String text) throws IOException {
     if (text.isBlank()) {
       return null;
     }
@@ -295,12 +274,5 @@ public final class ReplayMain {
       out.writeEndObject();
       out.writeRaw('\n');
     }
-  }
-
-  private void writeError(String message) throws IOException {
-    out.writeStartObject();
-    out.writeStringField("error", message);
-    out.writeEndObject();
-    out.writeRaw('\n');
   }
 }

@@ -10,18 +10,12 @@ import org.apache.spark.sql.types.StructType;
  * record's origin (topic, partition, offset, key and bytes, timestamp, headers), and a PROGRESS
  * row per key and batch: the newest watermark mark of its input rows and their count.
  */
-final class KafkaOutput implements OutputRows {
+final class KafkaOutput extends ResultColumns {
   private static final long serialVersionUID = 1L;
   private static final String[] ORIGIN = {"topic", "partition", "offset", "record_key", "raw",
       "record_ts", "headers"};
 
-  private final int width;
   private final int kind;
-  private final int key;
-  private final int start;
-  private final int end;
-  private final int value;
-  private final int values;
   private final int sync;
   private final int reason;
   private final int events;
@@ -30,16 +24,10 @@ final class KafkaOutput implements OutputRows {
   private final int keyIn;
   private final int syncIn;
   private final int markIn;
-  private final int[] order;
 
   KafkaOutput(StructType output, EventColumns input) {
-    width = output.size();
+    super(output, new int[] {input.position("partition"), input.position("offset")});
     kind = output.fieldIndex("kind");
-    key = output.fieldIndex("key");
-    start = output.fieldIndex("start_ms");
-    end = output.fieldIndex("end_ms");
-    value = output.fieldIndex("value");
-    values = output.fieldIndex("values");
     sync = output.fieldIndex("sync_ms");
     reason = output.fieldIndex("reason");
     events = output.fieldIndex("events");
@@ -52,23 +40,12 @@ final class KafkaOutput implements OutputRows {
     keyIn = input.key;
     syncIn = input.sync;
     markIn = input.mark;
-    order = new int[] {input.position("partition"), input.position("offset")};
-  }
-
-  @Override
-  public int[] order() {
-    return order;
   }
 
   @Override
   public Row result(Object keyValue, trending.temporal.Row row) {
-    Object[] out = new Object[width];
+    Object[] out = resultColumns(keyValue, row);
     out[kind] = RESULT;
-    out[key] = keyValue;
-    out[start] = row.start();
-    out[end] = OutputRows.end(row.end());
-    out[value] = OutputRows.value(row.value());
-    out[values] = OutputRows.values(row.value());
     return RowFactory.create(out);
   }
 

@@ -14,45 +14,21 @@ import trending.temporal.TemporalInputError;
  * IllegalArgumentException} with the message of the Python step's {@link TemporalInputError}: a
  * class of Java's own, which a driver that loaded this jar after it started can still read.
  */
-final class WindowOutput implements OutputRows {
+final class WindowOutput extends ResultColumns {
   private static final long serialVersionUID = 1L;
 
-  private final int width;
-  private final int key;
-  private final int start;
-  private final int end;
-  private final int value;
-  private final int values;
   private final boolean fail;
   private final EventColumns input;
-  private final int[] order;
 
   WindowOutput(StructType output, EventColumns input, boolean fail) {
-    width = output.size();
-    key = output.fieldIndex("key");
-    start = output.fieldIndex("start_ms");
-    end = output.fieldIndex("end_ms");
-    value = output.fieldIndex("value");
-    values = output.fieldIndex("values");
+    super(output, new int[] {input.kind, input.start, input.end, input.id, input.value});
     this.fail = fail;
     this.input = input;
-    order = new int[] {input.kind, input.start, input.end, input.id, input.value};
-  }
-
-  @Override
-  public int[] order() {
-    return order;
   }
 
   @Override
   public Row result(Object keyValue, trending.temporal.Row row) {
-    Object[] out = new Object[width];
-    out[key] = keyValue;
-    out[start] = row.start();
-    out[end] = OutputRows.end(row.end());
-    out[value] = OutputRows.value(row.value());
-    out[values] = OutputRows.values(row.value());
-    return RowFactory.create(out);
+    return RowFactory.create(resultColumns(keyValue, row));
   }
 
   @Override
