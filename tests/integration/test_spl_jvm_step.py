@@ -545,3 +545,48 @@ def test_a_checkpoint_of_the_other_state_layout_is_refused(spark: Any, tmp_path:
                     assert "transformWithStateExec" in message
             finally:
                 query.stop()
+
+
+def test_a_restart_with_other_input_columns_is_refused_naming_them(
+    spark: Any, tmp_path: Path
+) -> None:
+    #   a window's state holds its tuples as the columns they came in: restarted on its
+    #   checkpoint with a column more, the query fails naming this query's columns, before any
+    #   event is written; with the same columns it goes on
+    from pyspark.errors import StreamingQueryException
+
+    from trending.spark.spl_runner import apply_window
+
+    spec = {"kind": "sliding", "evict": {"count": 3}}
+    source = tmp_path / "in"
+    source.mkdir()
+    checkpoint = str(tmp_path / "chk")
+    sinks = []
+    for number, schema in enumerate((SCHEMA, SCHEMA + ", extra STRING", SCHEMA)):
+        write_file(source, random_rows(seed=40 + number, count=12, keys=("a", "b")))
+        stream = spark.readStream.schema(schema).json(str(source))
+        events = apply_window(stream, spec, key="k", output="typed", engine="jvm")
+        sinks.append(Sink("k"))
+        query = (
+            events.writeStream.foreachBatch(sinks[-1])
+            .option("checkpointLocation", checkpoint)
+            .start()
+        )
+        try:
+            if schema == SCHEMA:
+                query.processAllAvailable()
+            else:
+                with pytest.raises(StreamingQueryException) as failure:
+                    query.processAllAvailable()
+                message = str(failure.value)
+                assert "other input columns than this query's" in message
+                assert "extra STRING" in message
+        finally:
+            query.stop()
+    first, refused, again = (sink.events() for sink in sinks)
+    assert first and again and refused == []
+    # the third run took the windows on where the first left them: each key's events numbered on
+    for key in ("a", "b"):
+        before = [e[2] for e in first if e[0] == key]
+        after = [e[2] for e in again if e[0] == key]
+        assert before and after and min(after) == max(before) + 1

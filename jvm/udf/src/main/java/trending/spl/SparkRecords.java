@@ -1,6 +1,7 @@
 package trending.spl;
 
 import java.io.Serializable;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.spark.sql.Row;
@@ -31,6 +32,28 @@ final class SparkRecords implements Attributes<SparkRecord>, Codec<SparkRecord>,
         throw new IllegalArgumentException("column '" + names[i] + "': " + e.getMessage(), e);
       }
     }
+  }
+
+  /** The columns as {@code name TYPE, ...}, in record column order. */
+  String describe() {
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < names.length; i++) {
+      out.append(i == 0 ? "" : ", ").append(names[i]).append(' ').append(types[i].name());
+    }
+    return out.toString();
+  }
+
+  /**
+   * A 64-bit FNV-1a hash of {@link #describe()}'s UTF-8 bytes: the same for the same names and
+   * types in the same order, in any JVM, so a window's state can say which columns its tuples'
+   * bytes were written for.
+   */
+  long fingerprint() {
+    long hash = 0xcbf29ce484222325L;
+    for (byte b : describe().getBytes(StandardCharsets.UTF_8)) {
+      hash = (hash ^ (b & 0xff)) * 0x100000001b3L;
+    }
+    return hash;
   }
 
   /** The record of columns {@code positions} (in record column order) of {@code row}. */

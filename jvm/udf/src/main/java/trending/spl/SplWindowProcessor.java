@@ -35,16 +35,22 @@ import scala.jdk.javaapi.CollectionConverters;
  * and its events' key is their partition. Each event is an output row ({@link EventRows}),
  * numbered per grouping key from 0 across batches and restarts.
  *
- * <p>State, per grouping key: one value {@value #STATE}, the bytes {@code format:byte=1
- * seq:varint timer:zigzag window:bytes} (timer {@code -1}: none; the window as {@link
- * StateCodec} writes it, tuples by {@link SparkRecords}). A row the window refuses (an {@link
- * InputError}, e.g. a null delta attribute) fails the query, naming the key and the reason.
+ * <p>State, per grouping key: one value {@value #STATE}, the bytes {@code format:byte=2
+ * columns:long seq:varint timer:zigzag window:bytes} (timer {@code -1}: none; the window as
+ * {@link StateCodec} writes it, tuples by {@link SparkRecords}). {@code columns} is a
+ * fingerprint of the record columns' names and types ({@link SparkRecords#fingerprint}): the
+ * tuples' bytes mean something only for those columns, so a query restarted with other input
+ * columns fails naming them instead of misreading its windows (format 1, written before the
+ * fingerprint, is read without the check). A row the window refuses (an {@link InputError},
+ * e.g. a null delta attribute) fails the query, naming the key and the reason.
  */
 public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
   private static final long serialVersionUID = 1L;
   /** The state variable's name; it differs from the Python runner's ({@code spl_keys}, ...). */
   static final String STATE = "spl_window_jvm";
-  private static final int FORMAT = 1;
+  private static final int FORMAT = 2;
+  /** The format before the columns' fingerprint: {@code format seq timer window}. */
+  private static final int FORMAT_WITHOUT_COLUMNS = 1;
 
   private final String spec;
   private final SparkRecords records;
@@ -59,6 +65,7 @@ public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
   private transient ValueState<byte[]> state;
   private transient Codec<Object> keys;
   private transient boolean timers;
+  private transient long columns;
 
   /**
    * {@code positions}: where each record column is in an input row; {@code timePosition}: the
@@ -86,6 +93,7 @@ public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
     state = getHandle().getValueState(STATE, Encoders.BINARY(), TTLConfig.NONE());
     keys = SparkRecords.keys(records.types[keyColumn]);
     timers = !mode.equals(TimeMode.None());
+    columns = records.fingerprint();
   }
 
   @Override
@@ -187,9 +195,15 @@ public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
     }
     StateInput in = new StateInput(bytes);
     int format = in.readByte();
-    if (format != FORMAT) {
+    if (format != FORMAT && format != FORMAT_WITHOUT_COLUMNS) {
       throw new IllegalStateException("spl_window state in format " + format + ", not "
           + FORMAT + ": run the version that wrote this checkpoint, or start a new one");
+    }
+    if (format == FORMAT && in.readLong() != columns) {
+      throw new IllegalStateException("spl_window state was written for other input columns "
+          + "than this query's (" + records.describe() + "): the windows' tuples hold the "
+          + "columns they were written with; run the query with those columns, or start a new "
+          + "checkpoint");
     }
     long seq = in.readVarLong();
     long timer = in.readZigZag();
@@ -212,6 +226,7 @@ public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
     }
     StateOutput bytes = new StateOutput();
     bytes.writeByte(FORMAT);
+    bytes.writeLong(columns);
     bytes.writeVarLong(out.seq);
     bytes.writeZigZag(due);
     bytes.writeBytes(stored.window.encode(records, keys));
