@@ -15,9 +15,7 @@ The session has only what :mod:`trending.library` documents: the RocksDB state s
 from __future__ import annotations
 
 import datetime as dt
-import json
 import random
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,9 +23,10 @@ from typing import Any
 
 import pytest
 
+from tests.support import file_streams
 from tests.support.examples import run_example
+from tests.support.file_streams import RowSink, write_file
 from tests.support.plain_session import plain_session
-from tests.support.queries import poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -82,21 +81,8 @@ def cuts(seed: int, rows: list[dict[str, Any]], files: int) -> list[list[dict[st
     return parts
 
 
-def write_file(folder: Path, rows: list[dict[str, Any]]) -> None:
-    name = f"{uuid.uuid4().hex}.json"
-    tmp = folder.parent / name
-    tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    tmp.rename(folder / name)  # atomic: the file source never sees half a file
-
-
-class Sink:
-    """Rows a query wrote, via ``foreachBatch`` (the memory sink cannot restart)."""
-
-    def __init__(self) -> None:
-        self.rows: list[Any] = []
-
-    def __call__(self, batch: Any, batch_id: int) -> None:
-        self.rows.extend(batch.collect())
+class Sink(RowSink):
+    """Rows a query wrote, as events per key."""
 
     def events(self, key: str = "user") -> dict[str, list[Event]]:
         """Per key, in ``seq`` order: the events with tuples and summary as plain values."""
@@ -119,32 +105,12 @@ def stream_in_files(
     restart_after: int | None = None,
     settle: Callable[[list[Sink]], bool] | None = None,
 ) -> list[Sink]:
-    """Each file one micro-batch through each of ``windows`` (``DataFrame -> DataFrame``), one
-    query per window, side by side on the same files; the queries stopped after
-    ``restart_after`` files and new ones started on their checkpoints; then, if given, wait
-    until ``settle(sinks)`` (for timers that fire in no-data micro-batches)."""
-    source, sinks = folder / "in", [Sink() for _ in windows]
-    source.mkdir(parents=True)
-    parts = [files] if restart_after is None else [files[:restart_after], files[restart_after:]]
-    for number, part in enumerate(parts):
-        queries = [
-            spark.readStream.schema(SCHEMA).json(str(source)).transform(window)
-            .writeStream.foreachBatch(sink)
-            .option("checkpointLocation", str(folder / f"chk{i}"))
-            .start()
-            for i, (window, sink) in enumerate(zip(windows, sinks, strict=True))
-        ]  # fmt: skip
-        try:
-            for rows in part:
-                write_file(source, rows)
-                for query in queries:
-                    query.processAllAvailable()
-            if settle is not None and number == len(parts) - 1:
-                poll_until(lambda: settle(sinks), 60, lambda: f"not settled: {sinks[0].rows}")
-        finally:
-            for query in queries:
-                query.stop()
-    return sinks
+    """:func:`tests.support.file_streams.stream_in_files` on :data:`SCHEMA`, into a
+    :class:`Sink` per window."""
+    return file_streams.stream_in_files(
+        spark, folder, files, windows, SCHEMA, sink=Sink, restart_after=restart_after,
+        settle=settle,
+    )  # fmt: skip
 
 
 def read_back(spark: Any, rows: list[dict[str, Any]], folder: Path) -> dict[int, dict[str, Any]]:

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import random
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +25,10 @@ from typing import Any
 
 import pytest
 
+from tests.support import file_streams
 from tests.support.examples import run_example
+from tests.support.file_streams import RowSink
 from tests.support.plain_session import plain_session
-from tests.support.queries import poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -98,10 +97,9 @@ def iso(ms: int | None) -> str | None:
 
 
 def write_file(folder: Path, rows: list[dict[str, Any]]) -> None:
-    lines = [json.dumps(r | {"start": iso(r["start"]), "end": iso(r["end"])}) for r in rows]
-    name = f"{uuid.uuid4().hex}.json"
-    (folder.parent / name).write_text("".join(line + "\n" for line in lines))
-    (folder.parent / name).rename(folder / name)  # atomic: never half a file
+    """``rows`` as a file of JSON lines in ``folder``, their times as ISO 8601 timestamps."""
+    file_streams.write_file(folder, [r | {"start": iso(r["start"]), "end": iso(r["end"])}
+                                     for r in rows])  # fmt: skip
 
 
 # ---- the window rules, by brute force ----------------------------------------------------------
@@ -276,50 +274,28 @@ STREAM_MODELS: list[Callable[[list[Event], int], list[Any]]] = [
 ]
 
 
-class Sink:
-    def __init__(self) -> None:
-        self.rows: list[Any] = []
-
-    def __call__(self, batch: Any, batch_id: int) -> None:
-        self.rows.extend(as_ms(batch).collect())
-
-
 def stream_in_files(
     spark: Any, folder: Path, files: list[list[dict[str, Any]]], counts: list[int]
-) -> list[Sink]:
+) -> list[RowSink]:
     """Each file one micro-batch through :data:`HOPPING` and :data:`SNAPPED` (a query each, side
     by side); with more than one file, the queries stop after the first and new ones go on from
     their checkpoints. Then wait for ``counts`` rows (the last ones come in no-data batches)."""
     from trending import temporal_window
 
-    source, sinks = folder / "in", [Sink(), Sink()]
-    source.mkdir(parents=True)
-    parts = [files[:1], files[1:]] if len(files) > 1 else [files]
-    for number, part in enumerate(parts):
-        stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
-        queries = [
-            temporal_window(
-                stream, spec, key="key", start="start", end="end", kind_column="kind",
-                id_column="id", value_column="value", watermark=f"{DELAY_MS} milliseconds",
-                buckets=1 if i == 0 else None,  # all keys in one grouping key | the default
-            )
-            .writeStream.foreachBatch(sink)
-            .option("checkpointLocation", str(folder / f"chk{i}"))
-            .start()
-            for i, (spec, sink) in enumerate(zip((HOPPING, SNAPPED), sinks, strict=True))
-        ]  # fmt: skip
-        try:
-            for rows in part:
-                write_file(source, rows)
-                for query in queries:
-                    query.processAllAvailable()
-            if number == len(parts) - 1:
-                done = lambda: all(len(s.rows) >= c for s, c in zip(sinks, counts, strict=True))  # noqa: E731
-                poll_until(done, 60, lambda: f"rows {[len(s.rows) for s in sinks]} of {counts}")
-        finally:
-            for query in queries:
-                query.stop()
-    return sinks
+    def window(spec: dict[str, Any], buckets: int | None) -> Callable[[Any], Any]:
+        return lambda stream: temporal_window(
+            stream, spec, key="key", start="start", end="end", kind_column="kind",
+            id_column="id", value_column="value", watermark=f"{DELAY_MS} milliseconds",
+            buckets=buckets,
+        )  # fmt: skip
+
+    return file_streams.stream_in_files(
+        spark, folder, files,
+        [window(HOPPING, 1), window(SNAPPED, None)],  # all keys in one grouping key | the default
+        STREAM_SCHEMA, sink=lambda: RowSink(as_ms), write=write_file,
+        restart_after=1 if len(files) > 1 else None,
+        settle=lambda sinks: all(len(s.rows) >= c for s, c in zip(sinks, counts, strict=True)),
+    )  # fmt: skip
 
 
 def test_hopping_and_snapped_windows_for_two_splits_and_a_restart(

@@ -13,11 +13,9 @@ which gets the project's jar when ``spl_window`` first runs.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import random
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -25,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import file_streams
+from tests.support.file_streams import RowSink, write_file
 from tests.support.plain_session import plain_session
 from tests.support.queries import poll_until
 
@@ -82,13 +82,6 @@ def cuts(seed: int, rows: list[Row], files: int) -> list[list[Row]]:
     return parts
 
 
-def write_file(folder: Path, rows: list[Row]) -> None:
-    name = f"{uuid.uuid4().hex}.json"
-    tmp = folder.parent / name
-    tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))  # NaN as NaN, which Spark reads
-    tmp.rename(folder / name)  # atomic: the file source never sees half a file
-
-
 def typed_back(spark: Any, rows: list[Row], folder: Path) -> dict[int, Row]:
     """By id, the input rows as Spark reads them and typed output gives them back."""
     folder.mkdir(parents=True)
@@ -103,14 +96,12 @@ def typed_back(spark: Any, rows: list[Row], folder: Path) -> dict[int, Row]:
     return out
 
 
-class Sink:
-    """Rows a query wrote, via ``foreachBatch`` (the memory sink cannot restart)."""
+class Sink(RowSink):
+    """Rows a query wrote, whose events are keyed by the ``key`` column."""
 
     def __init__(self, key: str) -> None:
-        self.key, self.rows = key, []  # type: list[Any]
-
-    def __call__(self, batch: Any, batch_id: int) -> None:
-        self.rows.extend(batch.collect())
+        super().__init__()
+        self.key = key
 
     def events(self) -> list[Event]:
         """Every event as plain values, by key (nulls first) and ``seq``."""
@@ -135,31 +126,12 @@ def stream_in_files(
     restart_after: int | None = None,
     settle: Callable[[list[Sink]], bool] | None = None,
 ) -> list[Sink]:
-    """Each file one micro-batch through each of ``windows``, one query each; the queries
-    stopped after ``restart_after`` files and new ones started on their checkpoints; then, if
-    given, wait until ``settle(sinks)`` (timers that fire in no-data micro-batches)."""
-    source, sinks = folder / "in", [Sink(key) for _ in windows]
-    source.mkdir(parents=True)
-    parts = [files] if restart_after is None else [files[:restart_after], files[restart_after:]]
-    for number, part in enumerate(parts):
-        queries = [
-            spark.readStream.schema(SCHEMA).json(str(source)).transform(window)
-            .writeStream.foreachBatch(sink).trigger(processingTime="100 milliseconds")
-            .option("checkpointLocation", str(folder / f"chk{i}"))
-            .start()
-            for i, (window, sink) in enumerate(zip(windows, sinks, strict=True))
-        ]  # fmt: skip
-        try:
-            for rows in part:
-                write_file(source, rows)
-                for query in queries:
-                    query.processAllAvailable()
-            if settle is not None and number == len(parts) - 1:
-                poll_until(lambda: settle(sinks), 60, lambda: f"not settled: {sinks[0].rows}")
-        finally:
-            for query in queries:
-                query.stop()
-    return sinks
+    """:func:`tests.support.file_streams.stream_in_files` on :data:`SCHEMA`, a micro-batch every
+    100 ms, into a :class:`Sink` on ``key`` per window."""
+    return file_streams.stream_in_files(
+        spark, folder, files, windows, SCHEMA, sink=lambda: Sink(key),
+        restart_after=restart_after, settle=settle, trigger="100 milliseconds",
+    )  # fmt: skip
 
 
 # ---- the SPL rules, by brute force ------------------------------------------------------------

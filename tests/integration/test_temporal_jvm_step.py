@@ -43,8 +43,9 @@ from tests.integration.test_library_temporal import (
     sync,
     write_file,
 )
+from tests.support import file_streams
+from tests.support.file_streams import RowSink
 from tests.support.plain_session import plain_session
-from tests.support.queries import poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -109,41 +110,23 @@ def run_files(
     spark: Any, folder: Path, files: list[list[dict[str, Any]]], counts: list[int]
 ) -> list[list[Any]]:
     """Each file one micro-batch through every spec of :data:`SPECS` (a query each); the
-    queries stop after the first file and new ones go on from their checkpoints."""
+    queries stop after the first file and new ones go on from their checkpoints. Then wait for
+    ``counts`` rows (the last ones come in no-data batches)."""
     from trending import temporal_window
 
-    source = folder / "in"
-    source.mkdir(parents=True)
-    sinks: list[list[Any]] = [[] for _ in SPECS]
-    for number_of_run, part in enumerate((files[:1], files[1:])):
-        stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
-        queries = []
-        for number, (spec, _) in enumerate(SPECS):
-            out = temporal_window(
-                stream, spec, key="key", start="start", end="end", kind_column="kind",
-                id_column="id", value_column="value", watermark=f"{DELAY_MS} milliseconds",
-                invalid="drop",
-            )  # fmt: skip
-            sink = sinks[number]
-            queries.append(
-                out.writeStream.foreachBatch(
-                    lambda batch, _, sink=sink: sink.extend(as_ms(batch).collect())
-                )
-                .option("checkpointLocation", str(folder / f"chk{number}"))
-                .start()
-            )
-        try:
-            for rows in part:
-                write_file(source, rows)
-                for query in queries:
-                    query.processAllAvailable()
-            if number_of_run == 1:
-                done = lambda: all(len(s) >= c for s, c in zip(sinks, counts, strict=True))  # noqa: E731
-                poll_until(done, 60, lambda: f"rows {[len(s) for s in sinks]} of {counts}")
-        finally:
-            for query in queries:
-                query.stop()
-    return sinks
+    def window(spec: dict[str, Any]) -> Callable[[Any], Any]:
+        return lambda stream: temporal_window(
+            stream, spec, key="key", start="start", end="end", kind_column="kind",
+            id_column="id", value_column="value", watermark=f"{DELAY_MS} milliseconds",
+            invalid="drop",
+        )  # fmt: skip
+
+    sinks = file_streams.stream_in_files(
+        spark, folder, files, [window(spec) for spec, _ in SPECS], STREAM_SCHEMA,
+        sink=lambda: RowSink(as_ms), write=write_file, restart_after=1,
+        settle=lambda sinks: all(len(s.rows) >= c for s, c in zip(sinks, counts, strict=True)),
+    )  # fmt: skip
+    return [sink.rows for sink in sinks]
 
 
 @pytest.mark.parametrize(("seed", "files"), [(11, 3), (12, 5)])
