@@ -34,8 +34,19 @@ def run_to_end(command: list[str]) -> str:
     result = subprocess.run(
         command, capture_output=True, text=True, timeout=600, env=cluster_env(), check=False
     )
-    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.returncode == 0, failure_text(result.stderr)
     return result.stderr
+
+
+def failure_text(stderr: str, tail: int = 3000) -> str:
+    """What a failed job's stderr says: its exception and cause lines (a JVM stack trace is
+    long, and its cause comes first), then its last ``tail`` characters."""
+    causes = [
+        line.strip()[:400]
+        for line in stderr.splitlines()
+        if re.match(r"\s*(Caused by: |[\w.$]+(Exception|Error)\b)", line)
+    ]
+    return "\n".join(causes[:12]) + "\n...\n" + stderr[-tail:]
 
 
 def start_job(command: list[str]) -> tuple[subprocess.Popen[str], list[str]]:
