@@ -17,6 +17,11 @@ trigger and the same sink, one after the other in one session:
   sliding window, over many distinct keys with a Zipf skew; the built-in counts the same sliding
   windows per key (no top-k).
 
+With ``--python-core`` (the default) ``spl_window`` and ``temporal_window`` also run on their
+Python core (the session setting ``spark.trending.spl.engine`` / ``spark.trending.temporal.engine``
+set to ``python`` while the query is planned), as a contender of its own: what the JVM core
+buys, in the same run.
+
 Input: Parquet files generated ahead of time (pyarrow, in a temporary folder), columns
 ``k LONG, id LONG, ts TIMESTAMP, v LONG``, read by Spark's streaming file source with
 ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)``: one micro-batch per file, the same
@@ -206,7 +211,25 @@ def builtin(size: str, hop: str, watermark: str) -> Starter:
     return start
 
 
-def spl(spec: dict[str, Any], kinds: list[str] | None) -> Starter:
+def on_engine(setting: str, engine: str, start: Starter) -> Starter:
+    """``start`` with the session setting ``setting`` (a step's engine, read when the query is
+    planned) set to ``engine`` while the query is built and started, then restored."""
+
+    def started(spark: Any, folder: Path, checkpoint: str, sink: Callable[[Any, int], None]) -> Any:
+        before = spark.conf.get(setting, None)
+        spark.conf.set(setting, engine)
+        try:
+            return start(spark, folder, checkpoint, sink)
+        finally:
+            if before is None:
+                spark.conf.unset(setting)
+            else:
+                spark.conf.set(setting, before)
+
+    return started
+
+
+def spl(spec: dict[str, Any], kinds: list[str] | None, engine: str = "auto") -> Starter:
     def start(spark: Any, folder: Path, checkpoint: str, sink: Callable[[Any, int], None]) -> Any:
         from trending import spl_window
 
@@ -215,10 +238,10 @@ def spl(spec: dict[str, Any], kinds: list[str] | None) -> Starter:
         )
         return finish(events, checkpoint, sink, "append")
 
-    return start
+    return on_engine("spark.trending.spl.engine", engine, start)
 
 
-def temporal(query: dict[str, Any], watermark: str) -> Starter:
+def temporal(query: dict[str, Any], watermark: str, engine: str = "auto") -> Starter:
     def start(spark: Any, folder: Path, checkpoint: str, sink: Callable[[Any, int], None]) -> Any:
         from trending import temporal_window
 
@@ -227,7 +250,7 @@ def temporal(query: dict[str, Any], watermark: str) -> Starter:
         )
         return finish(rows, checkpoint, sink, "append")
 
-    return start
+    return on_engine("spark.trending.temporal.engine", engine, start)
 
 
 def topk(size: str, hop: str, k: int, lateness: str) -> Starter:
@@ -413,6 +436,12 @@ def code(value: Any) -> str:
     return json.dumps(value)
 
 
+def python_core(args: argparse.Namespace, name: str, start: Starter) -> list[tuple[str, Starter]]:
+    """The function on its Python core (the engine setting ``python``) as a contender of its
+    own, with ``--python-core``: what the JVM core buys, in the same run."""
+    return [(f"{name}, Python core", start)] if args.python_core else []
+
+
 def cases(args: argparse.Namespace) -> list[Case]:
     out = []
     step = args.step_ms
@@ -437,6 +466,7 @@ def cases(args: argparse.Namespace) -> list[Case]:
             round_robin(args.spl_rows, keys, step),
             even_cuts(args.spl_rows, args.files),
             [("trending.spl_window", spl(spec, kinds)),
+             *python_core(args, "trending.spl_window", spl(spec, kinds, "python")),
              (BUILTIN, builtin(f"{window_ms} milliseconds", f"{window_ms} milliseconds",
                                lateness))],
         ))  # fmt: skip
@@ -458,6 +488,7 @@ def cases(args: argparse.Namespace) -> list[Case]:
             fresh_keys(p, rows, step),
             cuts,
             [("trending.spl_window", spl(spec, None)),
+             *python_core(args, "trending.spl_window", spl(spec, None, "python")),
              (BUILTIN, builtin("1 minute", "1 minute", lateness))],
         ))  # fmt: skip
     if "temporal-tumbling" in args.cases:
@@ -471,6 +502,7 @@ def cases(args: argparse.Namespace) -> list[Case]:
             round_robin(rows, keys, step),
             even_cuts(rows, args.files),
             [("trending.temporal_window", temporal(query, lateness)),
+             *python_core(args, "trending.temporal_window", temporal(query, lateness, "python")),
              (BUILTIN, builtin(args.temporal_window_spark, args.temporal_window_spark,
                                lateness))],
         ))  # fmt: skip
@@ -623,6 +655,12 @@ def parse_args() -> argparse.Namespace:
     add("--topk-step-ms", type=int, default=2)
     add("--topk-jitter-ms", type=int, default=5_000)
     add("--topk-k", type=int, default=10)
+    add(
+        "--python-core",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run spl_window and temporal_window on their Python core",
+    )
     add("--shuffle-partitions", type=int, default=2)
     add("--warmup-rows", type=int, default=2_000, help="0: no warm-up runs")
     add("--timeout", type=float, default=600, help="seconds before a run is stopped")
