@@ -3,8 +3,10 @@
 One topic of ``--count`` interval events (``--keys`` keys, starts 10 ms apart on average,
 lifetimes 1 ms to 2 min, 4 partitions), made once per broker. For each spec, one run in its own
 process (its own JVM): ``trending run windows`` with ``--available-now`` in batches of
-``--max-offsets-per-trigger``, then the end-of-input CTI. Printed per spec: events/s from the
-first batch to the last commit of the input's batches, the seconds of the closing run, rows
+``--max-offsets-per-trigger``, then the end-of-input CTI; once per ``--engines`` (``auto``: the
+JVM step where the spec runs on it; ``python``: the Python step, the session setting
+``spark.trending.temporal.engine=python``), side by side. Printed per spec and engine: events/s
+from the first batch to the last commit of the input's batches, the seconds of the closing run, rows
 published, and the peak RSS of the process tree. Then ``bench/temporal_core_bench.py`` (the pure
 core's events/s, and HoppingWindow2's rows and state for a day-long edge under 1 s hops).
 Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local broker. ``--markdown PATH`` also writes
@@ -14,6 +16,7 @@ the table, the core's tables, the parameters and the commands to a Markdown file
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import subprocess
@@ -31,6 +34,7 @@ from bench.procmem import bench_broker, run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 START_MS = 1_700_000_000_000
+ENGINE_CONF = "spark.trending.temporal.engine"
 LATENESS_MS = 120_000  # a batch's partitions may end minutes of event time apart
 SPECS: dict[str, dict[str, Any]] = {
     "hopping 5m/1m": {"kind": "hopping", "duration": "5m", "hop": "1m", "aggregate": "sum"},
@@ -77,6 +81,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     from trending.spark.session import build_session
 
     spark = build_session("bench-temporal", "local[2]", shuffle_partitions=2)
+    spark.conf.set(ENGINE_CONF, args.engine)
     tag = uuid.uuid4().hex[:8]
     with tempfile.TemporaryDirectory(prefix="bench-temporal-") as work:
         config = WindowsJobConfig(
@@ -98,6 +103,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     seconds = reading[-1].started_at + reading[-1].seconds - reading[0].started_at
     return {
         "spec": args.spec,
+        "engine": args.engine,
         "events": sum(s.events for s in reading),
         "seconds": seconds,
         "batches": len(reading),
@@ -107,16 +113,17 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-HEADER = ("spec (local[2])", "events", "events/s", "batches", "closing s", "rows", "late",
+HEADER = ("spec (local[2])", "engine", "events", "events/s", "batches", "closing s", "rows", "late",
           "peak RSS")  # fmt: skip
 
 
 def report(results: list[dict[str, Any]]) -> None:
-    print(f"\n{HEADER[0]:22} {HEADER[1]:>8} {HEADER[2]:>9} {HEADER[3]:>7} "
-          f"{HEADER[4]:>9} {HEADER[5]:>9} {HEADER[6]:>5} {HEADER[7]:>9}")  # fmt: skip
+    print(f"\n{HEADER[0]:22} {HEADER[1]:7} {HEADER[2]:>8} {HEADER[3]:>9} {HEADER[4]:>7} "
+          f"{HEADER[5]:>9} {HEADER[6]:>9} {HEADER[7]:>5} {HEADER[8]:>9}")  # fmt: skip
     for r in results:
         print(
-            f"{r['spec']:22} {r['events']:>8,} {r['events'] / r['seconds']:>9,.0f} "
+            f"{r['spec']:22} {r['engine']:7} {r['events']:>8,} "
+            f"{r['events'] / r['seconds']:>9,.0f} "
             f"{r['batches']:>7} {r['closing_seconds']:>9.1f} {r['rows']:>9,} {r['late']:>5} "
             f"{r['peak_rss'] / 2**20:>7.0f}MB"
         )
@@ -124,7 +131,8 @@ def report(results: list[dict[str, Any]]) -> None:
 
 def cells(r: dict[str, Any]) -> tuple[str, ...]:
     return (
-        r["spec"], f"{r['events']:,}", f"{r['events'] / r['seconds']:,.0f}", str(r["batches"]),
+        r["spec"], r["engine"], f"{r['events']:,}", f"{r['events'] / r['seconds']:,.0f}",
+        str(r["batches"]),
         f"{r['closing_seconds']:.1f}", f"{r['rows']:,}", str(r["late"]),
         f"{r['peak_rss'] / 2**20:.0f} MB",
     )  # fmt: skip
@@ -162,14 +170,18 @@ def markdown(
         "",
         md.measured(__file__, seconds, master="local[2]"),
         "",
-        md.parameters({"count": args.count, "keys": args.keys, "batch": args.batch}),
+        md.parameters(
+            {"count": args.count, "keys": args.keys, "batch": args.batch, "engines": args.engines}
+        ),
         "",
         *md.table(HEADER, [cells(r) for r in results]),
         "",
         f"One topic of {args.count:,} interval events ({args.keys} keys, starts 10 ms apart on "
         "average, lifetimes 1 ms to 2 min, 4 partitions). Per spec, one run in its own process "
-        "(its own JVM): `trending run windows --available-now` in batches of "
-        f"{args.batch:,} offsets, then the end-of-input CTI. Events/s: from the first batch to "
+        "(its own JVM) per engine: `trending run windows --available-now` in batches of "
+        f"{args.batch:,} offsets, then the end-of-input CTI. Engine `auto`: the JVM step "
+        "where the spec runs on it; `python`: `spark.trending.temporal.engine=python`, the "
+        "Python step. Events/s: from the first batch to "
         "the last commit of the input's batches; closing s: the run after the CTI; rows: rows "
         "published; late: events past the lateness; peak RSS: the process tree's most "
         "resident memory (Python driver + JVM).",
@@ -188,6 +200,9 @@ def main() -> int:
     parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--batch", type=int, default=50_000, help="max offsets per trigger")
     parser.add_argument("--specs", default=",".join(SPECS))
+    parser.add_argument(
+        "--engines", default="auto,python", help="comma-separated, of auto (JVM step) and python"
+    )
     parser.add_argument("--skip-core", action="store_true", help="only the Spark runs")
     parser.add_argument(
         "--markdown", type=Path, help="also write the tables as Markdown to this file"
@@ -196,6 +211,7 @@ def main() -> int:
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--spec", help=argparse.SUPPRESS)
+    parser.add_argument("--engine", default="auto", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print("RESULT " + json.dumps(run_one(args)), flush=True)
@@ -204,16 +220,16 @@ def main() -> int:
     results = []
     with bench_broker(ROOT / "build" / "bench-broker") as bootstrap:
         topic = events_topic(bootstrap, args.count, args.keys)
-        for spec in args.specs.split(","):
+        for spec, engine in itertools.product(args.specs.split(","), args.engines.split(",")):
             command = [
                 sys.executable, __file__, "--one", "--bootstrap", bootstrap, "--topic", topic,
-                "--spec", spec, "--batch", str(args.batch),
+                "--spec", spec, "--batch", str(args.batch), "--engine", engine,
             ]  # fmt: skip
             _, peak, text = run_measured(command)
             line = next((x for x in text.splitlines() if x.startswith("RESULT ")), None)
             if line is None:
                 print(text[-3000:], file=sys.stderr)
-                raise SystemExit(f"the {spec} run failed")
+                raise SystemExit(f"the {spec} run ({engine}) failed")
             result = json.loads(line.removeprefix("RESULT ")) | {"peak_rss": peak}
             results.append(result)
             print(json.dumps(result), flush=True)
