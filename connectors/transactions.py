@@ -107,8 +107,10 @@ def state_json(value: Any) -> bytes:
 def record_size(record: OutRecord) -> int:
     """The bytes ``record`` takes against a topic's ``max.message.bytes`` (uncompressed: a
     bound, so a record judged to fit always does)."""
-    headers = sum(len(name.encode()) + len(value or b"") + 10 for name, value in record.headers)
-    return len(record.key or b"") + len(record.value or b"") + headers + RECORD_OVERHEAD
+    size = len(record.key or b"") + len(record.value or b"") + RECORD_OVERHEAD
+    if record.headers:
+        size += sum(len(name.encode()) + len(value or b"") + 10 for name, value in record.headers)
+    return size
 
 
 @dataclass(frozen=True)

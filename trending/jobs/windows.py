@@ -65,6 +65,7 @@ from trending.spark.temporal_steps import (
     PROGRESS,
     RESULT,
     apply_temporal,
+    encoded_results,
     temporal_events,
 )
 from trending.windows.spl.spec import SpecError
@@ -219,7 +220,10 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
             stats.events = int(figures["events"] or 0)
             stats.phases["spark"] = time.monotonic() - clock
             clock = time.monotonic()
-            rows, part_bytes = kept.where(~progress), self.config.collect_part_bytes
+            rows = encoded_results(
+                kept.where(~progress), self.rows_codec.text, self.rows_codec.header
+            )
+            part_bytes = self.config.collect_part_bytes
 
             def records() -> Iterator[OutRecord]:
                 # fetched in parts (a key's rows in one), counted anew by each attempt
@@ -247,10 +251,10 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
             self.config.late_topic, self.config.dead_letter_topic, self.dead_codec,
             self.late_codec, self.writer.limit_of,
         )  # fmt: skip
+        topic = self.config.output_topic
         for row in results:
             stats.rows += 1
-            result = OutRecord(self.config.output_topic, _utf8(row["key"]), self._encode_row(row))
-            yield aside.result(result, batch_id, stats)
+            yield aside.result(OutRecord(topic, _utf8(row["key"]), row["avro"]), batch_id, stats)
         for row in rows:
             if row["kind"] in (LATE, DEAD):
                 origin = Origin.of(
@@ -259,12 +263,6 @@ class WindowsBatchProcessor(CommittedBatches[WindowsBatchStats]):
                 )  # fmt: skip
                 route = aside.late if row["kind"] == LATE else aside.dead
                 yield route(origin, str(row["reason"]), stats)
-
-    def _encode_row(self, row: dict[str, Any]) -> bytes:
-        return self.rows_codec.encode(
-            {"key": row["key"], "start": row["start_ms"], "end": row["end_ms"],
-             "value": row["value"], "values": row["values"] or []}
-        )  # fmt: skip
 
 
 def _end(end_ms: int | None) -> int:

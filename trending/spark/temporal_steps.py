@@ -20,6 +20,7 @@ One streaming plan per query::
           watermark mark of its input rows and their count
           a key's (bucket's) timer at W + 1 while it holds events: every key advances
           whenever W does
+      ─ RESULT rows as Avro (to_avro, executors: :func:`encoded_results`)
       ─ foreachBatch: RESULT, LATE and DEAD rows to Kafka in one transaction; the driver
         follows W from the PROGRESS rows (max mark - lateness), as Spark does
 
@@ -58,6 +59,7 @@ from typing import Any, Literal, Protocol
 import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.avro.functions import to_avro
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
     StatefulProcessor,
@@ -235,6 +237,22 @@ def run_temporal(
         outputMode="Append",
         timeMode="EventTime",
     )
+
+
+def encoded_results(rows: DataFrame, schema_json: str, header: bytes = b"") -> DataFrame:
+    """``rows`` (:data:`OUTPUT_SCHEMA`) with ``avro``: a RESULT row's value bytes for the output
+    topic (``header``, then the row as ``schemas/window_row.avsc`` given as ``schema_json``:
+    key, start, end (null: the end of time), value, values), written by Spark's ``to_avro`` on
+    the executors; null for the other kinds. The same bytes as the driver's Avro codec."""
+    row = F.struct(
+        F.col("key"),
+        F.timestamp_millis(F.col("start_ms")).alias("start"),
+        F.timestamp_millis(F.col("end_ms")).alias("end"),
+        F.col("value"),
+        F.coalesce(F.col("values"), F.array().cast("array<double>")).alias("values"),
+    )
+    value = F.concat(F.lit(header), to_avro(row, schema_json))
+    return rows.withColumn("avro", F.when(F.col("kind") == F.lit(RESULT), value))
 
 
 class TemporalRows(Protocol):
