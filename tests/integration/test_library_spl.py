@@ -26,6 +26,7 @@ import pytest
 from tests.support import file_streams
 from tests.support.examples import run_example
 from tests.support.file_streams import RowSink, write_file
+from tests.support.file_streams import seeded_cuts as cuts
 from tests.support.plain_session import plain_session
 
 pytestmark = pytest.mark.integration
@@ -69,16 +70,6 @@ def random_rows(seed: int, count: int) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def cuts(seed: int, rows: list[dict[str, Any]], files: int) -> list[list[dict[str, Any]]]:
-    """``rows`` (in id order) cut at ``files - 1`` seeded points; each file's lines shuffled."""
-    rng = random.Random(seed)
-    points = sorted(rng.sample(range(1, len(rows)), files - 1))
-    parts = [rows[a:b] for a, b in zip([0, *points], [*points, len(rows)], strict=True)]
-    for part in parts:
-        rng.shuffle(part)
-    return parts
 
 
 class Sink(RowSink):

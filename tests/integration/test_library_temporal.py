@@ -27,7 +27,7 @@ import pytest
 
 from tests.support import file_streams
 from tests.support.examples import run_example
-from tests.support.file_streams import RowSink
+from tests.support.file_streams import RowSink, seeded_cuts
 from tests.support.plain_session import plain_session
 
 pytestmark = pytest.mark.integration
@@ -80,13 +80,7 @@ def sync(row: dict[str, Any]) -> int:
 
 def files_of(seed: int, rows: list[dict[str, Any]], files: int) -> list[list[dict[str, Any]]]:
     """``rows`` in sync-time order cut at seeded points; each file's lines shuffled."""
-    rng = random.Random(seed)
-    ordered = sorted(rows, key=sync)
-    points = sorted(rng.sample(range(1, len(ordered)), files - 1))
-    parts = [ordered[a:b] for a, b in zip([0, *points], [*points, len(ordered)], strict=True)]
-    for part in parts:
-        rng.shuffle(part)
-    return parts
+    return seeded_cuts(seed, sorted(rows, key=sync), files)
 
 
 def iso(ms: int | None) -> str | None:

@@ -25,6 +25,7 @@ import pytest
 
 from tests.support import file_streams
 from tests.support.file_streams import RowSink, write_file
+from tests.support.file_streams import seeded_cuts as cuts
 from tests.support.plain_session import plain_session
 from tests.support.queries import poll_until
 
@@ -70,16 +71,6 @@ def random_rows(seed: int, count: int, keys: Sequence[Any] = ("a", "b", "c", Non
             }
         )
     return rows
-
-
-def cuts(seed: int, rows: list[Row], files: int) -> list[list[Row]]:
-    """``rows`` (in id order) cut at ``files - 1`` seeded points; each file's lines shuffled."""
-    rng = random.Random(seed)
-    points = sorted(rng.sample(range(1, len(rows)), files - 1))
-    parts = [rows[a:b] for a, b in zip([0, *points], [*points, len(rows)], strict=True)]
-    for part in parts:
-        rng.shuffle(part)
-    return parts
 
 
 def typed_back(spark: Any, rows: list[Row], folder: Path) -> dict[int, Row]:

@@ -44,7 +44,7 @@ from tests.integration.test_library_temporal import (
     write_file,
 )
 from tests.support import file_streams
-from tests.support.file_streams import RowSink
+from tests.support.file_streams import RowSink, seeded_cuts
 from tests.support.plain_session import plain_session
 
 pytestmark = pytest.mark.integration
@@ -70,13 +70,7 @@ def spark() -> Iterator[Any]:
 
 def cut(seed: int, rows: list[dict[str, Any]], files: int) -> list[list[dict[str, Any]]]:
     """``rows`` in sync-time order cut into ``files`` at seeded points, each file shuffled."""
-    rng = random.Random(seed)
-    ordered = sorted(rows, key=sync)
-    points = sorted(rng.sample(range(1, len(ordered)), files - 1))
-    parts = [ordered[a:b] for a, b in zip([0, *points], [*points, len(ordered)], strict=True)]
-    for part in parts:
-        rng.shuffle(part)
-    return parts
+    return seeded_cuts(seed, sorted(rows, key=sync), files)
 
 
 def with_late_and_invalid(

@@ -4,6 +4,7 @@ a restart on the checkpoints part-way, the rows each query wrote collected by ``
 from __future__ import annotations
 
 import json
+import random
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,6 +14,16 @@ from tests.support.queries import poll_until
 
 Rows = list[dict[str, Any]]
 SinkT = TypeVar("SinkT", bound="RowSink")
+
+
+def seeded_cuts(seed: int, rows: Rows, files: int) -> list[Rows]:
+    """``rows`` in their order cut at ``files - 1`` seeded points; each file's lines shuffled."""
+    rng = random.Random(seed)
+    points = sorted(rng.sample(range(1, len(rows)), files - 1))
+    parts = [rows[a:b] for a, b in zip([0, *points], [*points, len(rows)], strict=True)]
+    for part in parts:
+        rng.shuffle(part)
+    return parts
 
 
 def write_file(folder: Path, rows: Rows) -> None:
