@@ -510,25 +510,40 @@ def test_a_checkpoint_of_the_other_state_layout_is_refused(spark: Any, tmp_path:
                 query.stop()
 
 
-def test_a_restart_with_other_input_columns_is_refused_naming_them(
+def test_a_restart_with_other_columns_or_another_spec_is_refused_naming_them(
     spark: Any, tmp_path: Path
 ) -> None:
-    #   a window's state holds its tuples as the columns they came in: restarted on its
-    #   checkpoint with a column more, the query fails naming this query's columns, before any
-    #   event is written; with the same columns it goes on
+    #   a window's state holds its tuples as the columns they came in, under its spec: restarted
+    #   on its checkpoint with a column more, or with another spec, the query fails saying
+    #   which, before any event is written; with the same columns and spec it goes on
     from pyspark.errors import StreamingQueryException
 
     from trending.spark.spl_runner import apply_window
 
     spec = {"kind": "sliding", "evict": {"count": 3}}
+    other = {"kind": "sliding", "evict": {"count": 4}}
+    runs = [
+        (SCHEMA, spec, None),
+        (
+            SCHEMA + ", extra STRING",
+            spec,
+            ("other input columns than this query's", "extra STRING"),
+        ),
+        (
+            SCHEMA,
+            other,
+            ("another window spec than this query's", '"evict":{"policy":"count","size":4}'),
+        ),
+        (SCHEMA, spec, None),
+    ]
     source = tmp_path / "in"
     source.mkdir()
     checkpoint = str(tmp_path / "chk")
     sinks = []
-    for number, schema in enumerate((SCHEMA, SCHEMA + ", extra STRING", SCHEMA)):
+    for number, (schema, window, refusal) in enumerate(runs):
         write_file(source, random_rows(seed=40 + number, count=12, keys=("a", "b")))
         stream = spark.readStream.schema(schema).json(str(source))
-        events = apply_window(stream, spec, key="k", output="typed", engine="jvm")
+        events = apply_window(stream, window, key="k", output="typed", engine="jvm")
         sinks.append(Sink("k"))
         query = (
             events.writeStream.foreachBatch(sinks[-1])
@@ -536,19 +551,18 @@ def test_a_restart_with_other_input_columns_is_refused_naming_them(
             .start()
         )
         try:
-            if schema == SCHEMA:
+            if refusal is None:
                 query.processAllAvailable()
             else:
                 with pytest.raises(StreamingQueryException) as failure:
                     query.processAllAvailable()
                 message = str(failure.value)
-                assert "other input columns than this query's" in message
-                assert "extra STRING" in message
+                assert all(part in message for part in refusal), (refusal, message[-3000:])
         finally:
             query.stop()
-    first, refused, again = (sink.events() for sink in sinks)
-    assert first and again and refused == []
-    # the third run took the windows on where the first left them: each key's events numbered on
+    first, *refused, again = (sink.events() for sink in sinks)
+    assert first and again and refused == [[], []]
+    # the last run took the windows on where the first left them: each key's events numbered on
     for key in ("a", "b"):
         before = [e[2] for e in first if e[0] == key]
         after = [e[2] for e in again if e[0] == key]

@@ -49,8 +49,13 @@ final class SparkRecords implements Attributes<SparkRecord>, Codec<SparkRecord>,
    * bytes were written for.
    */
   long fingerprint() {
+    return fingerprint(describe());
+  }
+
+  /** The 64-bit FNV-1a hash of {@code text}'s UTF-8 bytes. */
+  static long fingerprint(String text) {
     long hash = 0xcbf29ce484222325L;
-    for (byte b : describe().getBytes(StandardCharsets.UTF_8)) {
+    for (byte b : text.getBytes(StandardCharsets.UTF_8)) {
       hash = (hash ^ (b & 0xff)) * 0x100000001b3L;
     }
     return hash;

@@ -36,20 +36,22 @@ import scala.jdk.javaapi.CollectionConverters;
  * numbered per grouping key from 0 across batches and restarts.
  *
  * <p>State, per grouping key: one value {@value #STATE}, the bytes {@code format:byte=2
- * columns:long seq:varint timer:zigzag window:bytes} (timer {@code -1}: none; the window as
- * {@link StateCodec} writes it, tuples by {@link SparkRecords}). {@code columns} is a
- * fingerprint of the record columns' names and types ({@link SparkRecords#fingerprint}): the
- * tuples' bytes mean something only for those columns, so a query restarted with other input
- * columns fails naming them instead of misreading its windows (format 1, written before the
- * fingerprint, is read without the check). A row the window refuses (an {@link InputError},
- * e.g. a null delta attribute) fails the query, naming the key and the reason.
+ * columns:long spec:long seq:varint timer:zigzag window:bytes} (timer {@code -1}: none; the
+ * window as {@link StateCodec} writes it, tuples by {@link SparkRecords}). {@code columns} and
+ * {@code spec} are fingerprints of the record columns' names and types ({@link
+ * SparkRecords#fingerprint}) and of the spec's JSON: a window's bytes mean something only for
+ * the columns and the spec they were written with, so a query restarted with other input
+ * columns or another spec fails saying which, instead of misreading its windows (format 1,
+ * written before the fingerprints, is read without the checks). A row the window refuses (an
+ * {@link InputError}, e.g. a null delta attribute) fails the query, naming the key and the
+ * reason.
  */
 public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
   private static final long serialVersionUID = 1L;
   /** The state variable's name; it differs from the Python runner's ({@code spl_keys}, ...). */
   static final String STATE = "spl_window_jvm";
   private static final int FORMAT = 2;
-  /** The format before the columns' fingerprint: {@code format seq timer window}. */
+  /** The format before the fingerprints: {@code format seq timer window}. */
   private static final int FORMAT_WITHOUT_COLUMNS = 1;
 
   private final String spec;
@@ -66,6 +68,7 @@ public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
   private transient Codec<Object> keys;
   private transient boolean timers;
   private transient long columns;
+  private transient long specPrint;
 
   /**
    * {@code positions}: where each record column is in an input row; {@code timePosition}: the
@@ -94,6 +97,7 @@ public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
     keys = SparkRecords.keys(records.types[keyColumn]);
     timers = !mode.equals(TimeMode.None());
     columns = records.fingerprint();
+    specPrint = SparkRecords.fingerprint(spec);
   }
 
   @Override
@@ -205,6 +209,11 @@ public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
           + "columns they were written with; run the query with those columns, or start a new "
           + "checkpoint");
     }
+    if (format == FORMAT && in.readLong() != specPrint) {
+      throw new IllegalStateException("spl_window state was written for another window spec "
+          + "than this query's (" + spec + "): a window's state fits only the spec it was "
+          + "written with; run the query with that spec, or start a new checkpoint");
+    }
     long seq = in.readVarLong();
     long timer = in.readZigZag();
     WindowLogic<SparkRecord, Object> window =
@@ -227,6 +236,7 @@ public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
     StateOutput bytes = new StateOutput();
     bytes.writeByte(FORMAT);
     bytes.writeLong(columns);
+    bytes.writeLong(specPrint);
     bytes.writeVarLong(out.seq);
     bytes.writeZigZag(due);
     bytes.writeBytes(stored.window.encode(records, keys));
