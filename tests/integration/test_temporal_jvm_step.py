@@ -324,3 +324,38 @@ def test_a_checkpoint_of_the_python_step_is_refused_by_the_jvm_step(
             assert "transformWithStateExec" in message
         finally:
             query.stop()
+
+
+def test_a_restart_with_another_query_is_refused_and_the_same_one_goes_on(
+    spark: Any, tmp_path: Path
+) -> None:
+    #   a key's state fits only the query it was written by: restarted on its checkpoint with
+    #   another aggregate, the query fails saying so; restarted as it was, it goes on
+    from pyspark.errors import StreamingQueryException
+
+    from trending import temporal_window
+
+    source = tmp_path / "in"
+    source.mkdir()
+    count = {"kind": "snapshot", "aggregate": "count"}
+    runs = [(count, False), ({"kind": "snapshot", "aggregate": "sum"}, True), (count, False)]
+    for number, (spec, refused) in enumerate(runs):
+        write_file(source, random_events(30 + number, 12, open_edges=True))
+        stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
+        query = (
+            temporal_window(stream, spec, end="end", kind_column="kind", id_column="id")
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "chk"))
+            .start()
+        )
+        try:
+            if not refused:
+                query.processAllAvailable()
+                continue
+            with pytest.raises(StreamingQueryException) as failure:
+                query.processAllAvailable()
+            message = str(failure.value)
+            assert "state was written by another query than this one" in message
+            assert '"name":"sum"' in message
+        finally:
+            query.stop()

@@ -8,7 +8,8 @@ session can load the project's classes; else it runs the Python core in
 
 The JVM step is Spark's ``transformWithState`` over ``groupBy(key)``: one grouping key per
 window key (a float key's NaN with the nulls, as the Python step has it). Each grouping key
-keeps one state value, ``temporal_jvm``: its event-time timer and its query state as bytes
+keeps one state value, ``temporal_jvm``: a fingerprint of the query (a restart with another
+query fails saying so), its event-time timer and its query state as bytes
 (``trending.temporal.StateCodec``), read and written once per micro-batch that has rows or a
 timer for the key; an idle key keeps none. Its timer, at ``W + 1`` while it holds events,
 advances it to every new watermark, input or not. The job's PROGRESS rows come one per key with

@@ -1,7 +1,6 @@
 package trending.spl;
 
 import java.io.Serializable;
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.spark.sql.Row;
@@ -44,21 +43,12 @@ final class SparkRecords implements Attributes<SparkRecord>, Codec<SparkRecord>,
   }
 
   /**
-   * A 64-bit FNV-1a hash of {@link #describe()}'s UTF-8 bytes: the same for the same names and
-   * types in the same order, in any JVM, so a window's state can say which columns its tuples'
-   * bytes were written for.
+   * The {@link Fingerprint} of {@link #describe()}: the same for the same names and types in
+   * the same order, so a window's state can say which columns its tuples' bytes were written
+   * for.
    */
   long fingerprint() {
-    return fingerprint(describe());
-  }
-
-  /** The 64-bit FNV-1a hash of {@code text}'s UTF-8 bytes. */
-  static long fingerprint(String text) {
-    long hash = 0xcbf29ce484222325L;
-    for (byte b : text.getBytes(StandardCharsets.UTF_8)) {
-      hash = (hash ^ (b & 0xff)) * 0x100000001b3L;
-    }
-    return hash;
+    return Fingerprint.of(describe());
   }
 
   /** The record of columns {@code positions} (in record column order) of {@code row}. */

@@ -39,7 +39,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * columns:long spec:long seq:varint timer:zigzag window:bytes} (timer {@code -1}: none; the
  * window as {@link StateCodec} writes it, tuples by {@link SparkRecords}). {@code columns} and
  * {@code spec} are fingerprints of the record columns' names and types ({@link
- * SparkRecords#fingerprint}) and of the spec's JSON: a window's bytes mean something only for
+ * SparkRecords#fingerprint}) and of the spec's JSON ({@link Fingerprint}): a window's bytes mean something only for
  * the columns and the spec they were written with, so a query restarted with other input
  * columns or another spec fails saying which, instead of misreading its windows (format 1,
  * written before the fingerprints, is read without the checks). A row the window refuses (an
@@ -97,7 +97,7 @@ public final class SplWindowProcessor extends StatefulProcessor<Row, Row, Row> {
     keys = SparkRecords.keys(records.types[keyColumn]);
     timers = !mode.equals(TimeMode.None());
     columns = records.fingerprint();
-    specPrint = SparkRecords.fingerprint(spec);
+    specPrint = Fingerprint.of(spec);
   }
 
   @Override

@@ -15,6 +15,7 @@ import org.apache.spark.sql.streaming.TimerValues;
 import org.apache.spark.sql.streaming.ValueState;
 import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
+import trending.spl.Fingerprint;
 import trending.temporal.CtiViolation;
 import trending.temporal.Item;
 import trending.temporal.PythonText;
@@ -36,15 +37,22 @@ import trending.temporal.Violation;
  * {@code adjust}), an event the core refuses ({@link TemporalInputError}, {@link
  * CtiViolation}) is DEAD with the core's message; then the key advances to {@code W} again (to
  * the end of time when the input is a batch DataFrame). A key holding events keeps one state
- * value, {@code temporal_jvm}: its timer and its query state as bytes ({@link
- * TemporalQuery#encode}); an idle key keeps none. Its event-time timer at {@code max(W, 0) + 1}
- * advances it to the CTI of the first batch whose watermark passes it, input or not.
+ * value, {@code temporal_jvm}: {@code mark:long spec:long timer:long state:bytes}, the mark
+ * {@link #MARK}, a {@link Fingerprint} of the query's JSON, its timer and its query state
+ * ({@link TemporalQuery#encode}); an idle key keeps none. A key's state fits only the query it
+ * was written by, so a restart with another query fails saying so instead of misreading it (a
+ * value without the mark, {@code timer:long state:bytes}, written before the fingerprint, is
+ * read without the check). Its event-time timer at {@code max(W, 0) + 1} advances it to the CTI
+ * of the first batch whose watermark passes it, input or not.
  */
 final class TemporalKeyProcessor extends StatefulProcessor<Row, Row, Row> {
   private static final long serialVersionUID = 1L;
   /** The state variable's name: the Python step's is {@code temporal_keys}. */
   static final String STATE = "temporal_jvm";
   private static final long NO_TIMER = Long.MIN_VALUE;
+  /** The first long of a state value with the query's fingerprint: never a timer (those are at
+   * least 1, or {@link #NO_TIMER}), which the first long of an older value is. */
+  private static final long MARK = Long.MIN_VALUE + 1;
 
   private final String spec;
   private final EventColumns columns;
@@ -54,6 +62,7 @@ final class TemporalKeyProcessor extends StatefulProcessor<Row, Row, Row> {
   private transient ValueState<byte[]> stored;
   private transient Comparator<Row> order;
   private transient boolean timers;
+  private transient long specPrint;
 
   TemporalKeyProcessor(String spec, EventColumns columns, OutputRows rows, boolean close) {
     this.spec = spec;
@@ -68,6 +77,7 @@ final class TemporalKeyProcessor extends StatefulProcessor<Row, Row, Row> {
     stored = getHandle().getValueState(STATE, Encoders.BINARY(), TTLConfig.NONE());
     order = columns.order(rows.order());
     timers = !timeMode.equals(TimeMode.None());
+    specPrint = Fingerprint.of(spec);
   }
 
   @Override
@@ -82,8 +92,9 @@ final class TemporalKeyProcessor extends StatefulProcessor<Row, Row, Row> {
     rows.progress(records, out);
     Object value = key.get(0);
     byte[] bytes = stored.get();
-    long timer = bytes == null ? NO_TIMER : ByteBuffer.wrap(bytes).getLong();
-    TemporalLogic logic = query.build(bytes == null ? query.initialState() : restore(bytes));
+    Value kept = bytes == null ? null : value(bytes);
+    long timer = kept == null ? NO_TIMER : kept.timer();
+    TemporalLogic logic = query.build(kept == null ? query.initialState() : kept.state());
     if (cti != null) {
       results(value, logic, cti, out);
     }
@@ -104,9 +115,10 @@ final class TemporalKeyProcessor extends StatefulProcessor<Row, Row, Row> {
     List<Row> out = new ArrayList<>();
     byte[] bytes = stored.get();
     if (bytes != null) {
-      long timer = ByteBuffer.wrap(bytes).getLong();
+      Value value = value(bytes);
+      long timer = value.timer();
       Long cti = cti(timerValues);
-      TemporalLogic logic = query.build(restore(bytes));
+      TemporalLogic logic = query.build(value.state());
       if (cti != null) {
         results(key.get(0), logic, cti, out);
       }
@@ -121,8 +133,18 @@ final class TemporalKeyProcessor extends StatefulProcessor<Row, Row, Row> {
     return watermark > 0 ? watermark : null;
   }
 
-  private TemporalState restore(byte[] bytes) {
-    return query.restore(java.util.Arrays.copyOfRange(bytes, Long.BYTES, bytes.length));
+  /** A stored value's timer and query state, once it is known to be this query's. */
+  private Value value(byte[] bytes) {
+    ByteBuffer in = ByteBuffer.wrap(bytes);
+    long first = in.getLong();
+    if (first == MARK && in.getLong() != specPrint) {
+      throw new IllegalStateException("temporal_window state was written by another query than "
+          + "this one (" + spec + "): a key's state fits only the query it was written by; run "
+          + "the query as it was, or start a new checkpoint");
+    }
+    long timer = first == MARK ? in.getLong() : first;
+    byte[] state = java.util.Arrays.copyOfRange(bytes, in.position(), bytes.length);
+    return new Value(timer, query.restore(state));
   }
 
   private void results(Object key, TemporalLogic logic, long cti, List<Row> out) {
@@ -202,7 +224,10 @@ final class TemporalKeyProcessor extends StatefulProcessor<Row, Row, Row> {
       return;
     }
     byte[] encoded = query.encode(state);
-    ByteBuffer bytes = ByteBuffer.allocate(Long.BYTES + encoded.length);
-    stored.update(bytes.putLong(wanted).put(encoded).array());
+    ByteBuffer bytes = ByteBuffer.allocate(3 * Long.BYTES + encoded.length);
+    stored.update(bytes.putLong(MARK).putLong(specPrint).putLong(wanted).put(encoded).array());
   }
+
+  /** A key's stored timer ({@link #NO_TIMER}: none) and query state. */
+  private record Value(long timer, TemporalState state) {}
 }
