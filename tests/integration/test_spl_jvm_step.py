@@ -27,7 +27,7 @@ from tests.support import file_streams
 from tests.support.file_streams import RowSink, write_file
 from tests.support.file_streams import seeded_cuts as cuts
 from tests.support.plain_session import plain_session
-from tests.support.queries import poll_until
+from tests.support.queries import finish_or_refused, poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -477,8 +477,6 @@ def test_a_row_the_window_refuses_fails_the_query_on_both_cores(spark: Any, tmp_
 def test_a_checkpoint_of_the_other_state_layout_is_refused(spark: Any, tmp_path: Path) -> None:
     #   a query on the Python core's checkpoint restarted on the JVM core, and the other way:
     #   Spark refuses the restart, naming both stateful operators (docs/spl-runner.md)
-    from pyspark.errors import StreamingQueryException
-
     from trending.spark.spl_runner import apply_window
 
     spec = {"kind": "tumbling", "evict": {"count": 2}}
@@ -496,18 +494,12 @@ def test_a_checkpoint_of_the_other_state_layout_is_refused(spark: Any, tmp_path:
                 .option("checkpointLocation", str(folder / "chk"))
                 .start()
             )
-            try:
-                if engine == first:
-                    query.processAllAvailable()
-                else:
-                    with pytest.raises(StreamingQueryException) as failure:
-                        query.processAllAvailable()
-                    message = str(failure.value)
-                    assert "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA" in message
-                    assert "transformWithStateInPandasExec" in message
-                    assert "transformWithStateExec" in message
-            finally:
-                query.stop()
+            refusal = (
+                "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA",
+                "transformWithStateInPandasExec",
+                "transformWithStateExec",
+            )
+            finish_or_refused(query, () if engine == first else refusal)
 
 
 def test_a_restart_with_other_columns_or_another_spec_is_refused_naming_them(
@@ -516,8 +508,6 @@ def test_a_restart_with_other_columns_or_another_spec_is_refused_naming_them(
     #   a window's state holds its tuples as the columns they came in, under its spec: restarted
     #   on its checkpoint with a column more, or with another spec, the query fails saying
     #   which, before any event is written; with the same columns and spec it goes on
-    from pyspark.errors import StreamingQueryException
-
     from trending.spark.spl_runner import apply_window
 
     spec = {"kind": "sliding", "evict": {"count": 3}}
@@ -550,16 +540,7 @@ def test_a_restart_with_other_columns_or_another_spec_is_refused_naming_them(
             .option("checkpointLocation", checkpoint)
             .start()
         )
-        try:
-            if refusal is None:
-                query.processAllAvailable()
-            else:
-                with pytest.raises(StreamingQueryException) as failure:
-                    query.processAllAvailable()
-                message = str(failure.value)
-                assert all(part in message for part in refusal), (refusal, message[-3000:])
-        finally:
-            query.stop()
+        finish_or_refused(query, refusal or ())
     first, *refused, again = (sink.events() for sink in sinks)
     assert first and again and refused == [[], []]
     # the last run took the windows on where the first left them: each key's events numbered on

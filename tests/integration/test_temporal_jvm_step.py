@@ -46,6 +46,7 @@ from tests.integration.test_library_temporal import (
 from tests.support import file_streams
 from tests.support.file_streams import RowSink, seeded_cuts
 from tests.support.plain_session import plain_session
+from tests.support.queries import finish_or_refused
 
 pytestmark = pytest.mark.integration
 
@@ -291,8 +292,6 @@ def test_a_checkpoint_of_the_python_step_is_refused_by_the_jvm_step(
 ) -> None:
     #   a query on the Python step's checkpoint restarted on the JVM step: Spark refuses the
     #   restart, naming both stateful operators (docs/library.md)
-    from pyspark.errors import StreamingQueryException
-
     from trending import temporal_window
     from trending.spark.temporal_jvm_step import ENGINE_CONF
 
@@ -312,18 +311,12 @@ def test_a_checkpoint_of_the_python_step_is_refused_by_the_jvm_step(
             )
         finally:
             spark.conf.unset(ENGINE_CONF)
-        try:
-            if engine == "python":
-                query.processAllAvailable()
-                continue
-            with pytest.raises(StreamingQueryException) as failure:
-                query.processAllAvailable()
-            message = str(failure.value)
-            assert "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA" in message
-            assert "transformWithStateInPandasExec" in message
-            assert "transformWithStateExec" in message
-        finally:
-            query.stop()
+        refusal = (
+            "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA",
+            "transformWithStateInPandasExec",
+            "transformWithStateExec",
+        )
+        finish_or_refused(query, () if engine == "python" else refusal)
 
 
 def test_a_restart_with_another_query_is_refused_and_the_same_one_goes_on(
@@ -331,15 +324,15 @@ def test_a_restart_with_another_query_is_refused_and_the_same_one_goes_on(
 ) -> None:
     #   a key's state fits only the query it was written by: restarted on its checkpoint with
     #   another aggregate, the query fails saying so; restarted as it was, it goes on
-    from pyspark.errors import StreamingQueryException
-
     from trending import temporal_window
 
     source = tmp_path / "in"
     source.mkdir()
     count = {"kind": "snapshot", "aggregate": "count"}
-    runs = [(count, False), ({"kind": "snapshot", "aggregate": "sum"}, True), (count, False)]
-    for number, (spec, refused) in enumerate(runs):
+    sum_ = {"kind": "snapshot", "aggregate": "sum"}
+    other = ("state was written by another query than this one", '"name":"sum"')
+    runs = [(count, ()), (sum_, other), (count, ())]
+    for number, (spec, refusal) in enumerate(runs):
         write_file(source, random_events(30 + number, 12, open_edges=True))
         stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
         query = (
@@ -348,14 +341,4 @@ def test_a_restart_with_another_query_is_refused_and_the_same_one_goes_on(
             .option("checkpointLocation", str(tmp_path / "chk"))
             .start()
         )
-        try:
-            if not refused:
-                query.processAllAvailable()
-                continue
-            with pytest.raises(StreamingQueryException) as failure:
-                query.processAllAvailable()
-            message = str(failure.value)
-            assert "state was written by another query than this one" in message
-            assert '"name":"sum"' in message
-        finally:
-            query.stop()
+        finish_or_refused(query, refusal)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 QUERY_TIMEOUT = 180.0
@@ -30,3 +30,23 @@ def poll_until(done: Callable[[], bool], timeout: float, failure: Callable[[], s
     while not done():
         assert time.monotonic() < deadline, failure()
         time.sleep(0.1)
+
+
+def finish_or_refused(query: Any, refusal: Sequence[str] = ()) -> None:
+    """Process what the started ``query`` has to read, then stop it. With ``refusal``, the query
+    must fail instead: a ``StreamingQueryException`` whose message holds each of its parts (a
+    restart on a checkpoint the query cannot continue)."""
+    import pytest
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        if not refusal:
+            query.processAllAvailable()
+            return
+        with pytest.raises(StreamingQueryException) as failure:
+            query.processAllAvailable()
+        message = str(failure.value)
+        missing = [part for part in refusal if part not in message]
+        assert not missing, (missing, message[-3000:])
+    finally:
+        query.stop()
