@@ -618,6 +618,32 @@ def test_the_candidates_of_a_batch_are_each_window_s_top_k_and_every_side_row(sp
         check_candidates(candidates.collect(), counted, side, k)
 
 
+def test_a_batch_s_counted_rows_reach_the_driver_whole_and_its_side_rows_stay(spark: Any) -> None:
+    """What the driver's merge reads of a micro-batch (``HashtagState.candidates``): every
+    window-count row, with tags outside the BMP, combining marks and long tags intact, and none
+    of the late or dead rows, from rows spread over several tasks."""
+    from pyspark.sql.types import StructType
+
+    from trending.spark.hashtag_state import unpack_candidates
+
+    rng = random.Random(11)
+    tags = ["a", "\U00020000", "e\u0301", "\u00e9", "x" * 70_000, "#", "\u05d0\u05d1"]
+    schema = StructType.fromJson(
+        json.loads(spark.sparkContext._jvm.trending.state.HashtagState.OUTPUT.json())
+    )
+    counted = [
+        (0, rng.choice((-60_000, 0, 2**40)), tag, rng.randrange(1, 2**40), *[None] * 7)
+        for tag in tags * 3
+    ]
+    side = [(kind, None, None, None, 1, offset, None, b"v", "late", 7, None)
+            for kind, offset in ((1, 10), (2, 12))]  # fmt: skip
+    frame = spark.createDataFrame(counted + side, schema).repartition(3)
+    collect = spark.sparkContext._jvm.trending.state.TopCandidates.collectCounted
+    got = unpack_candidates(bytes(collect(frame._jdf)))
+    assert sorted(got) == sorted((start, tag, count) for _, start, tag, count, *_ in counted)
+    assert unpack_candidates(bytes(collect(spark.createDataFrame(side, schema)._jdf))) == []
+
+
 def check_candidates(got: list[Any], counted: list[Any], side: list[Any], k: int) -> None:
     """Per window the k best of ``counted`` (count desc, tag asc), and every ``side`` row."""
     from trending.spark.hashtag_state import SIDE_COLUMNS

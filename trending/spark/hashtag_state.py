@@ -35,6 +35,7 @@ lateness) equals ``W`` batch by batch and only drives the timers that purge clos
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -57,6 +58,7 @@ COUNTED, LATE, DEAD = 0, 1, 2
 WATERMARK_FUNCTION = ("trending_batch_watermark", "trending.state.BatchWatermark")
 BOUNDS_FUNCTION = ("trending_hashtag_bounds", "trending.udf.HashtagBounds")
 STATE_CLASS = "trending.state.HashtagState"
+CANDIDATES_CLASS = "trending.state.TopCandidates"
 SIDE_COLUMNS = ("kind", "partition", "offset", "key", "value", "reason", "record_ts", "headers")
 
 
@@ -168,6 +170,7 @@ class HashtagState:
         self._java: JavaObject = getattr(jvm, STATE_CLASS)(
             windows.size_ms, windows.hop_ms, windows.align_ms, job, keys_from_text
         )
+        self._candidates: Any = getattr(jvm, CANDIDATES_CLASS)  # looked up once, not per batch
 
     def apply(self, records: DataFrame) -> DataFrame:
         """Window-count rows and passed-through late/dead rows of streaming ``records``."""
@@ -184,6 +187,11 @@ class HashtagState:
         """Set ``params`` for the tasks of the next job run on ``batch``; clear the figures."""
         batch.sparkSession.conf.set(PARAMS_PREFIX + self.job, params.text())
         self._java.resetFigures()
+
+    def candidates(self, batch: DataFrame) -> list[tuple[int, str, int]]:
+        """``(window_start, tag, count)`` of the window-count rows of micro-batch ``batch`` of
+        :func:`task_candidates`, collected in one call (``TopCandidates.collectCounted``)."""
+        return unpack_candidates(bytes(self._candidates.collectCounted(batch._jdf)))
 
     def figures(self) -> StepFigures:
         """What the tasks of the batch just run counted."""
@@ -226,11 +234,19 @@ def task_candidates(rows: DataFrame, k: int) -> DataFrame:
     return DataFrame(jvm.trending.state.TopCandidates.perTask(rows._jdf, k), rows.sparkSession)
 
 
-def candidate_rows(table: Any) -> list[tuple[int, str, int]]:
-    """``(window_start, tag, count)`` rows of a collected :func:`top_candidates` table of
-    ``COUNTED`` rows."""
-    columns = [table.column(name).to_pylist() for name in ("window_start", "tag", "count")]
-    return list(zip(*columns, strict=True))
+def unpack_candidates(packed: bytes) -> list[tuple[int, str, int]]:
+    """``(window_start, tag, count)`` rows of ``TopCandidates.collectCounted``'s bytes: per row a
+    big-endian long, the tag's UTF-8 length (int) and bytes, and a long."""
+    rows = []
+    at, end = 0, len(packed)
+    while at < end:
+        start, size = struct.unpack_from(">qi", packed, at)
+        at += 12
+        tag = packed[at : at + size].decode("utf-8")
+        (count,) = struct.unpack_from(">q", packed, at + size)
+        at += size + 8
+        rows.append((start, tag, count))
+    return rows
 
 
 def counted_rows(batch: DataFrame) -> DataFrame:

@@ -55,7 +55,6 @@ from trending.spark.hashtag_state import (
     WATERMARK_FUNCTION,
     HashtagState,
     _last_end,
-    candidate_rows,
     counted_rows,
     side_rows,
     task_candidates,
@@ -140,9 +139,16 @@ class MergedBatch:
     updates: list[TopKUpdate]  # revisions of changed windows, finals of closed ones, in order
     counted: int  # keys counted (on time)
     newest_event_ms: int | None  # newest event time counted
-    side: DataFrame  # the late and dead rows (``SIDE_COLUMNS``), read from the cached batch
-    side_rows: int  # how many, or more (never fewer): 0 when there are none to read
+    cached: DataFrame  # the micro-batch, cached while the merge's block runs
+    side_rows: int  # late and dead rows, or more (never fewer): 0 when there are none to read
     phases: dict[str, float] = field(default_factory=dict)  # seconds: "spark", "windows"
+
+    @property
+    def side(self) -> DataFrame:
+        """The late and dead rows (``SIDE_COLUMNS``), read from the cached batch. Built only
+        when asked for: a DataFrame costs an analysis (tens of ms) every micro-batch, and most
+        batches have no side rows."""
+        return side_rows(self.cached)
 
 
 class SlidingTopK:
@@ -279,10 +285,10 @@ class SlidingTopK:
         started = clock.monotonic()
         cached = batch.persist(StorageLevel.MEMORY_AND_DISK)  # the plan runs once
         try:
-            candidates = candidate_rows(counted_rows(cached).toArrow())
+            candidates = state.candidates(cached)
             figures = state.figures()  # before anything reads the cache again
             newest = figures.newest_event_ms
-            merged = MergedBatch([], figures.counted, newest, side_rows(cached), figures.side_rows)
+            merged = MergedBatch([], figures.counted, newest, cached, figures.side_rows)
             merged.phases["spark"] = clock.monotonic() - started
             started = clock.monotonic()
             merged.updates = merger.apply_batch(candidates, newest)
@@ -425,11 +431,12 @@ class TopKBatches:
             emit = self.topk.emit
             rows = [u for u in merged.updates if ("close" if u.is_final else "change") in emit]
             self.handle(spark.createDataFrame(_rows(rows), TOPK_SCHEMA), batch_id)
-            late = merged.side.count() if merged.side_rows else 0
-            if late:
+            side = merged.side if merged.side_rows else None
+            late = side.count() if side is not None else 0
+            if side is not None and late:
                 self.late += late
                 if self.on_late is not None:
-                    self.on_late(self._late_rows(merged.side), batch_id)
+                    self.on_late(self._late_rows(side), batch_id)
                 else:
                     log.warning(
                         "batch %d: %d rows not counted (late, no event time)", batch_id, late
