@@ -20,11 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import functions as F
 
 from bench.spark_builtin import window_counts
-from trending.spark.session import build_session
+from trending.spark.session import LATENCY_GC, build_session
 
 
 def main(bootstrap: str, topic: str, out_topic: str, checkpoint: str, trigger_ms: str) -> None:
-    spark = build_session("bench-latency-builtin", "local[2]", shuffle_partitions=2)
+    spark = build_session(  # as the job's live session
+        "bench-latency-builtin", "local[2]", shuffle_partitions=2, collector=LATENCY_GC
+    )
     counts = window_counts(spark, bootstrap, topic)
     query = (
         counts.select(F.to_json(F.struct("window", "tag", "count")).alias("value"))

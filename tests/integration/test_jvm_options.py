@@ -1,6 +1,6 @@
-"""The driver's JVM options choose the throughput collector, unless the environment has already
-chosen one (a JVM given two collectors does not start), and raise the JIT's C2 thresholds, unless
-the environment sets the JIT's tiers itself."""
+"""The driver's JVM options choose the throughput collector for a backlog and G1 for a live query,
+unless the environment has already chosen one (a JVM given two collectors does not start), and
+raise the JIT's C2 thresholds, unless the environment sets the JIT's tiers itself."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import subprocess
 
 import pytest
 
-from connectors.jvm import java_executable
-from trending.spark.session import driver_java_options
+from connectors.jvm import JAVA_OPTION_VARIABLES, java_executable
+from trending.spark.session import driver_java_options, job_collector, session_settings
 
 PARALLEL = "-XX:+UseParallelGC"
+G1 = "-XX:+UseG1GC"
 
 
 def starts(options: str) -> subprocess.CompletedProcess[str]:
@@ -25,6 +26,26 @@ def test_with_no_collector_chosen_the_driver_uses_the_parallel_collector() -> No
     options = driver_java_options({})
     assert PARALLEL in options.split()
     assert "-Dlog4j2.level=WARN" in options.split()
+
+
+def test_a_live_job_s_jvms_run_g1_and_a_backlog_s_the_parallel_collector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for variable in JAVA_OPTION_VARIABLES:  # as in an environment that chose nothing
+        monkeypatch.delenv(variable, raising=False)
+    for live, collector, other in ((True, G1, PARALLEL), (False, PARALLEL, G1)):
+        settings = session_settings("t", "local[2]", {}, {}, False, job_collector(live))
+        driver = settings["spark.driver.extraJavaOptions"]
+        assert collector in driver.split() and other not in driver.split()
+        assert settings["spark.executor.extraJavaOptions"] == collector
+        started = starts(driver)
+        assert started.returncode == 0, started.stderr
+        assert final_flags(driver)[collector.removeprefix("-XX:+")] == "true"
+
+
+def test_a_collector_chosen_in_the_environment_is_kept_for_a_live_job_too() -> None:
+    options = driver_java_options({"JAVA_TOOL_OPTIONS": "-XX:+UseZGC"}, job_collector(live=True))
+    assert G1 not in options.split() and PARALLEL not in options.split()
 
 
 @pytest.mark.parametrize("variable", ["SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"])

@@ -186,7 +186,7 @@ def start_spark(
 ) -> tuple[SparkSession, Monitoring | None]:
     """The job's Spark session, and its metrics endpoint unless the port is 0."""
     from trending.spark.listener import start_monitoring
-    from trending.spark.session import build_session
+    from trending.spark.session import build_session, job_collector
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
     logging.getLogger("trending").setLevel(logging.INFO)
@@ -197,6 +197,7 @@ def start_spark(
         config.spark_conf,
         config.shuffle_partitions,
         write_class_archive=True,
+        collector=job_collector(live=not config.available_now),
     )
     return spark, start_monitoring(spark, config, metrics_address, kind=job)
 
