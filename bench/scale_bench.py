@@ -16,9 +16,10 @@ unpinned ``local[1]`` has one task thread, but its driver, JIT compiler and garb
 on the other core, so it is printed too, with its bound: the CPU work per tweet does not shrink
 with more task threads, so local[2] can be at most (cores / local[1]'s busy cores) times as fast.
 
-Then a steady run per rate in ``--rates`` (flat data, ``local[2]``, the 1 s trigger): tweets
-made live (``created_at`` = the time they are sent, no jitter) at that rate for ``--seconds``
-into a new topic while the job runs, which then gets up to 30 s to finish what was sent.
+Then a steady run per rate in ``--rates`` (flat data, ``local[2]``, the 1 s trigger, the JVMs
+a live job runs with): tweets made live (``created_at`` = the time they are sent, no jitter) at
+that rate for ``--seconds`` into a new topic by a generator in its own process while the job
+runs, which then gets up to 30 s to finish what was sent.
 Printed: the rate the job processed, the backlog when sending stopped (records sent whose
 batch had not committed yet) and the event-to-result latency of the records: a batch's
 records were sent between the previous batch's newest event and its own, and are visible once
@@ -41,6 +42,7 @@ import itertools
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -129,34 +131,51 @@ def measured_run(spark: Any, bootstrap: str, topic: str, batch: int) -> dict[str
 
 
 def run_steady(bootstrap: str, rate: float, seconds: float) -> dict[str, Any]:
-    """One steady run in this process: live tweets at ``rate`` while the job runs."""
-    import threading
-
-    from trending.generate import generate_tweets, produce_tweets
-    from trending.jobs.hashtags import HashtagJobConfig, start_query
-    from trending.spark.session import build_session
-
-    zipf_s, vocabulary = DATA["zipf 0.6 / 3M"]
-    spark = build_session("bench-scale-steady", "local[2]", shuffle_partitions=2)
+    """One steady run in this process: live tweets at ``rate`` while the job runs, sent by a
+    generator in its own process (:func:`send_steady`), so that it shares neither the driver's
+    interpreter nor its lock."""
     topic = f"bench-steady-{os.getpid()}"
+    sender = subprocess.Popen(
+        [sys.executable, __file__, "--send", bootstrap, topic, str(rate), str(int(rate * seconds))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    try:
+        return steady_job(bootstrap, topic, rate, seconds, sender)
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+
+
+def steady_job(
+    bootstrap: str, topic: str, rate: float, seconds: float, sender: subprocess.Popen[str]
+) -> dict[str, Any]:
+    """The job's side of :func:`run_steady`, ``sender`` told when to start."""
+    from trending.jobs.hashtags import HashtagJobConfig, start_query
+    from trending.spark.session import build_session, job_collector
+
+    assert sender.stdin is not None and sender.stdout is not None
     count = int(rate * seconds)
+    if sender.stdout.readline().strip() != "READY":
+        raise RuntimeError(f"the generator did not start (exit {sender.wait()})")
+    spark = build_session(  # the JVMs of a live job (`trending run hashtags` without a backlog)
+        "bench-scale-steady", "local[2]", shuffle_partitions=2, collector=job_collector(live=True)
+    )
     with tempfile.TemporaryDirectory(prefix="bench-steady-", ignore_cleanup_errors=True) as work:
         config = HashtagJobConfig(
             bootstrap=bootstrap, checkpoint=f"{work}/checkpoint", input_topic=topic,
             output_topic=topic + "-out", late_topic=topic + "-late",
             dead_letter_topic=topic + "-dlq", trigger_ms=1_000,
         )  # fmt: skip
-        generate_tweets(seed=5, count=1, vocabulary=vocabulary, zipf_s=zipf_s)  # build assets
         query, processor = start_query(spark, config)
         started_ms = int(time.time() * 1000)
-        tweets = generate_tweets(
-            seed=5, count=count, start_ms=started_ms, events_per_second=rate, jitter_ms=0,
-            vocabulary=vocabulary, zipf_s=zipf_s,
-        )  # fmt: skip
-        sender = threading.Thread(target=produce_tweets, args=(bootstrap, topic, tweets),
-                                  kwargs={"rate": rate}, daemon=True)  # fmt: skip
-        sender.start()
-        sender.join(seconds * 3)
+        sender.stdin.write(f"{started_ms}\n")
+        sender.stdin.close()
+        try:
+            sender.wait(seconds * 3)
+        except subprocess.TimeoutExpired:
+            sender.kill()
+        if sender.wait() != 0:
+            raise RuntimeError(f"the generator failed (exit {sender.returncode})")
         sent_s = time.time() - started_ms / 1000
         stopped_at = time.time()
         finished = sum(
@@ -181,6 +200,23 @@ def run_steady(bootstrap: str, rate: float, seconds: float) -> dict[str, Any]:
         "lag_end": count - finished,  # sent but not yet committed when sending stopped
         "stopped_at": stopped_at,
     }
+
+
+def send_steady(bootstrap: str, topic: str, rate: float, count: int) -> None:
+    """``--send``: the steady run's generator. Builds the flat data's hashtags, prints
+    ``READY``, reads the first event time (ms) from stdin, then sends ``count`` tweets at
+    ``rate`` with event time = the time they are sent."""
+    from trending.generate import generate_tweets, produce_tweets
+
+    zipf_s, vocabulary = DATA["zipf 0.6 / 3M"]
+    generate_tweets(seed=5, count=1, vocabulary=vocabulary, zipf_s=zipf_s)  # build assets
+    print("READY", flush=True)
+    started_ms = int(sys.stdin.readline())
+    tweets = generate_tweets(
+        seed=5, count=count, start_ms=started_ms, events_per_second=rate, jitter_ms=0,
+        vocabulary=vocabulary, zipf_s=zipf_s,
+    )  # fmt: skip
+    produce_tweets(bootstrap, topic, tweets, rate=rate)
 
 
 def latency_percentiles(batches: list[dict[str, Any]]) -> tuple[float, float]:
@@ -386,9 +422,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--max-offsets-per-trigger", type=int, default=100_000)
-    parser.add_argument(
-        "--rates", default="50000,60000,70000,80000,90000", help="steady rates, tweets/s"
-    )
+    parser.add_argument("--rates", default="40000,50000,60000,70000", help="steady rates, tweets/s")
     parser.add_argument("--seconds", type=float, default=60.0, help="length of a steady run")
     parser.add_argument("--skip-batch", action="store_true", help="only the steady runs")
     parser.add_argument(
@@ -401,7 +435,13 @@ def main() -> int:
         "--one", nargs=4, metavar=("BOOTSTRAP", "TOPIC", "MASTER", "JVM"), help=argparse.SUPPRESS
     )
     parser.add_argument("--cpus", type=int, default=ALL_CPUS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--send", nargs=4, metavar=("BOOTSTRAP", "TOPIC", "RATE", "COUNT"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
+    if args.send:
+        send_steady(args.send[0], args.send[1], float(args.send[2]), int(args.send[3]))
+        return 0
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if args.steady_one:
         figures = run_steady(args.steady_one[0], float(args.steady_one[1]), args.seconds)
