@@ -292,7 +292,6 @@ def test_a_checkpoint_of_the_python_step_is_refused_by_the_jvm_step(
 ) -> None:
     #   a query on the Python step's checkpoint restarted on the JVM step: Spark refuses the
     #   restart, naming both stateful operators (docs/library.md)
-    from trending import temporal_window
     from trending.spark.temporal_jvm_step import ENGINE_CONF
 
     source = tmp_path / "in"
@@ -302,13 +301,7 @@ def test_a_checkpoint_of_the_python_step_is_refused_by_the_jvm_step(
         write_file(source, random_events(5, 12, open_edges=True))
         spark.conf.set(ENGINE_CONF, engine)
         try:
-            stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
-            query = (
-                temporal_window(stream, spec, end="end", kind_column="kind", id_column="id")
-                .writeStream.format("noop")
-                .option("checkpointLocation", str(tmp_path / "chk"))
-                .start()
-            )
+            query = start_window(spark, source, spec, tmp_path / "chk")
         finally:
             spark.conf.unset(ENGINE_CONF)
         refusal = (
@@ -324,7 +317,6 @@ def test_a_restart_with_another_query_is_refused_and_the_same_one_goes_on(
 ) -> None:
     #   a key's state fits only the query it was written by: restarted on its checkpoint with
     #   another aggregate, the query fails saying so; restarted as it was, it goes on
-    from trending import temporal_window
 
     source = tmp_path / "in"
     source.mkdir()
@@ -334,11 +326,17 @@ def test_a_restart_with_another_query_is_refused_and_the_same_one_goes_on(
     runs = [(count, ()), (sum_, other), (count, ())]
     for number, (spec, refusal) in enumerate(runs):
         write_file(source, random_events(30 + number, 12, open_edges=True))
-        stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
-        query = (
-            temporal_window(stream, spec, end="end", kind_column="kind", id_column="id")
-            .writeStream.format("noop")
-            .option("checkpointLocation", str(tmp_path / "chk"))
-            .start()
-        )
-        finish_or_refused(query, refusal)
+        finish_or_refused(start_window(spark, source, spec, tmp_path / "chk"), refusal)
+
+
+def start_window(spark: Any, source: Path, spec: dict[str, Any], checkpoint: Path) -> Any:
+    """A ``temporal_window`` query on the event files in ``source``, writing nowhere."""
+    from trending import temporal_window
+
+    stream = spark.readStream.schema(STREAM_SCHEMA).json(str(source))
+    return (
+        temporal_window(stream, spec, end="end", kind_column="kind", id_column="id")
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
