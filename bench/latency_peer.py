@@ -20,13 +20,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import functions as F
 
 from bench.spark_builtin import window_counts
-from trending.spark.session import LATENCY_GC, build_session
+from trending.spark.session import build_session, job_collector
 
 
 def main(bootstrap: str, topic: str, out_topic: str, checkpoint: str, trigger_ms: str) -> None:
-    spark = build_session(  # as the job's live session
-        "bench-latency-builtin", "local[2]", shuffle_partitions=2, collector=LATENCY_GC
-    )
+    spark = build_session(  # the JVMs of a live job, as the job contender's
+        "bench-latency-builtin", "local[2]", shuffle_partitions=2,
+        collector=job_collector(live=True),
+    )  # fmt: skip
     counts = window_counts(spark, bootstrap, topic)
     query = (
         counts.select(F.to_json(F.struct("window", "tag", "count")).alias("value"))
