@@ -18,7 +18,10 @@ process (its own JVM), one global window:
 
 The query distance shrinks with N, ``d = sqrt(m / (pi N))``, so that a query matches ``m`` =
 ``--matches`` readings on average at every N (its output does not grow with N), and the grid's
-cells are ``2d`` wide. The grid is what keeps a query's cost flat as N grows: the line
+cells are ``2d`` wide. Then one more run on ``local[2]`` with every reading in one cell
+(``--one-cell`` N, ``--one-cell-queries`` queries). Each run reports the state bytes its
+micro-batches wrote (keys and values put into the state stores, keys removed): the most in one
+batch, and per event applied. The grid is what keeps a query's cost flat as N grows: the line
 ``cost per query N=max : N=min`` states the ratio (target <= 2). Peak memory is the resident
 set of the run's process tree (Python driver + JVM). Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set,
 else a local broker. Then runs ``bench/spl_runner_bench.py`` (the SPL runner's figures).
@@ -51,6 +54,7 @@ EVENTS_PER_SECOND = 100_000.0
 LATENESS_MS = 200  # 20,000 readings of event time: covers the batches' split over partitions
 THRESHOLD = 3  # matches that make an evicted reading popular (the job's default)
 COUNTED = ("readings", "queries", "matches", "popular")  # must be the same for the peer
+ONE_CELL = 2.0  # a cell this wide holds every reading of the unit square
 
 
 def distance_for(size: int, matches: float) -> float:
@@ -92,7 +96,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
             matches_topic=f"bench-sensors-matches-{tag}",
             popular_topic=f"bench-sensors-popular-{tag}", late_topic=f"bench-sensors-late-{tag}",
             dead_letter_topic=f"bench-sensors-dlq-{tag}", size=size, threshold=THRESHOLD,
-            lateness_ms=LATENESS_MS, cell_size=2 * distance, available_now=True,
+            lateness_ms=LATENESS_MS, cell_size=args.cell_size or 2 * distance, available_now=True,
             max_offsets_per_trigger=args.batch,
         )  # fmt: skip
         loading = _run(spark, config, start_query)
@@ -123,17 +127,28 @@ def _run(spark: Any, config: Any, start_query: Any) -> dict[str, Any]:
         "queries": sum(s.queries for s in done),
         "matches": sum(s.matches for s in done),
         "popular": sum(s.popular for s in done),
+        "state_bytes": [s.state_bytes for s in done],
     }
 
 
 def measure(
-    bootstrap: str, topic: str, size: int, master: str, args: argparse.Namespace
+    bootstrap: str,
+    topic: str,
+    size: int,
+    master: str,
+    args: argparse.Namespace,
+    *,
+    one_cell: bool = False,
 ) -> dict[str, Any]:
+    """One (N, master) run and the peer after it; ``one_cell``: every reading in one grid cell
+    (cells :data:`ONE_CELL` wide), with ``--one-cell-queries`` queries."""
+    queries = args.one_cell_queries if one_cell else args.queries
     command = [
         sys.executable, __file__, "--one", "--bootstrap", bootstrap, "--topic", topic,
-        "--window-readings", str(size), "--master", master, "--queries", str(args.queries),
+        "--window-readings", str(size), "--master", master, "--queries", str(queries),
         "--matches", str(args.matches), "--batch", str(args.batch),
         "--readings-total", str(size + args.readings),
+        "--cell-size", repr(ONE_CELL if one_cell else 0.0),
     ]  # fmt: skip
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     seconds, peak, text = run_measured(command, env)
@@ -141,12 +156,14 @@ def measure(
     result: dict[str, Any] = json.loads(line.removeprefix("RESULT "))
     result["peak_rss"] = peak
     result["wall"] = seconds
-    result["peer"] = run_peer(bootstrap, topic, result["queries_topic"], size, result["distance"])
+    result["cells"] = "one" if one_cell else "grid"
+    cell = ONE_CELL if one_cell else 2 * result["distance"]
+    result["peer"] = run_peer(bootstrap, topic, result["queries_topic"], size, cell)
     return result
 
 
 def run_peer(
-    bootstrap: str, readings: str, queries: str, size: int, distance: float
+    bootstrap: str, readings: str, queries: str, size: int, cell_size: float
 ) -> dict[str, Any] | None:
     """The peer loop over the job's two topics, in its own process; None if it failed."""
     tag = uuid.uuid4().hex[:8]
@@ -154,7 +171,7 @@ def run_peer(
         sys.executable, str(ROOT / "bench" / "sensors_peer.py"), bootstrap, readings, queries,
         f"bench-sensors-peer-matches-{tag}", f"bench-sensors-peer-popular-{tag}",
         "--size", str(size), "--threshold", str(THRESHOLD), "--lateness-ms", str(LATENESS_MS),
-        "--cell-size", repr(2 * distance),
+        "--cell-size", repr(cell_size),
     ]  # fmt: skip
     try:
         wall, peak, text = run_measured(command)
@@ -180,7 +197,7 @@ def job_counts(r: dict[str, Any]) -> dict[str, int]:
 
 def peer_check(r: dict[str, Any]) -> str:
     """A line saying whether the peer's counts equal the job's (``MISMATCH`` when not)."""
-    where = f"N={r['size']:,} on {r['master']}"
+    where = f"N={r['size']:,} on {r['master']}" + (" in one cell" if r["cells"] == "one" else "")
     peer, job = r.get("peer"), job_counts(r)
     if peer is None:
         return f"MISMATCH peer vs job at {where}: the peer did not finish"
@@ -200,37 +217,59 @@ def peer_rates(r: dict[str, Any]) -> tuple[str, str]:
     return f"{reads:,.0f}", f"{asks:,.0f}"
 
 
-HEADER = ("N", "master", "readings/s", "queries/s", "us/query", "matches/q", "popular",
-          "peak RSS", "peer readings/s", "peer queries/s", "peer RSS")  # fmt: skip
+HEADER = ("N", "master", "cells", "readings/s", "queries/s", "us/query", "matches/q", "popular",
+          "state KB/batch", "peak RSS", "peer readings/s", "peer queries/s",
+          "peer RSS")  # fmt: skip
 
 
 def cells(r: dict[str, Any]) -> tuple[str, ...]:
     load, ask = r["loading"], r["querying"]
     return (
-        f"{r['size']:,}", r["master"], f"{load['readings'] / load['seconds']:,.0f}",
+        f"{r['size']:,}", r["master"], r["cells"], f"{load['readings'] / load['seconds']:,.0f}",
         f"{ask['queries'] / ask['seconds']:,.0f}",
         f"{ask['seconds'] / max(ask['queries'], 1) * 1e6:.1f}",
         f"{ask['matches'] / max(ask['queries'], 1):.2f}", f"{load['popular'] + ask['popular']:,}",
-        f"{r['peak_rss'] / 2**20:.0f} MB", *peer_rates(r),
+        f"{max_state_bytes(r) / 1024:,.0f}", f"{r['peak_rss'] / 2**20:.0f} MB", *peer_rates(r),
         f"{r['peer']['peak_rss'] / 2**20:.0f} MB" if r.get("peer") else "-",
     )  # fmt: skip
 
 
+def max_state_bytes(r: dict[str, Any]) -> int:
+    """The most state bytes a micro-batch of the run wrote (both phases)."""
+    return max(r["loading"]["state_bytes"] + r["querying"]["state_bytes"], default=0)
+
+
+def state_line(r: dict[str, Any]) -> str:
+    """State bytes written per micro-batch and per event applied, per phase."""
+    where = f"N={r['size']:,} on {r['master']}" + (" in one cell" if r["cells"] == "one" else "")
+    parts = []
+    for phase in ("loading", "querying"):
+        p = r[phase]
+        written, events = p["state_bytes"], p["readings"] + p["queries"]
+        parts.append(
+            f"{phase} max {max(written, default=0):,} B/batch over {len(written)} batches, "
+            f"{sum(written) / max(events, 1):,.0f} B per event applied"
+        )
+    return f"state bytes written at {where}: " + "; ".join(parts)
+
+
 def ratios(results: list[dict[str, Any]]) -> list[str]:
-    """The lines stating the cost per query's growth with N, the scaling with cores, and
-    whether the peer's counts equal the job's."""
+    """The lines stating the cost per query's growth with N (grid runs), the scaling with
+    cores, the state bytes written, and whether the peer's counts equal the job's."""
     lines = []
-    for master in sorted({r["master"] for r in results}):
-        runs = sorted((r for r in results if r["master"] == master), key=lambda r: r["size"])
+    grid = [r for r in results if r["cells"] == "grid"]
+    for master in sorted({r["master"] for r in grid}):
+        runs = sorted((r for r in grid if r["master"] == master), key=lambda r: r["size"])
         cost = [r["querying"]["seconds"] / max(r["querying"]["queries"], 1) for r in runs]
         lines.append(f"cost per query N={runs[-1]['size']:,} : N={runs[0]['size']:,} on {master}: "
                      f"{cost[-1] / cost[0]:.2f} (target <= 2)")  # fmt: skip
-    for size in sorted({r["size"] for r in results}):
-        pair = {r["master"]: r for r in results if r["size"] == size}
+    for size in sorted({r["size"] for r in grid}):
+        pair = {r["master"]: r for r in grid if r["size"] == size}
         if {"local[1]", "local[2]"} <= pair.keys():
             rate = {m: pair[m]["loading"]["readings"] / pair[m]["loading"]["seconds"] for m in pair}
             lines.append(f"readings/s local[2] : local[1] at N={size:,}: "
                          f"{rate['local[2]'] / rate['local[1]']:.2f}")  # fmt: skip
+    lines += [state_line(r) for r in results]
     lines += [peer_check(r) for r in results]
     return lines
 
@@ -245,7 +284,9 @@ def markdown(
         "",
         md.parameters({"window-readings": args.window_readings, "masters": args.masters,
                        "readings": args.readings, "queries": args.queries,
-                       "matches": args.matches, "batch": args.batch}),
+                       "matches": args.matches, "batch": args.batch,
+                       "one-cell": args.one_cell,
+                       "one-cell-queries": args.one_cell_queries}),
         "",
         *md.table(HEADER, [cells(r) for r in results], left=2),
         "",
@@ -257,7 +298,10 @@ def markdown(
         "to the last commit); then `queries` queries run on the same checkpoint (queries/s, "
         "and the cost per query in microseconds). The query distance shrinks with N, "
         "d = sqrt(m / (pi N)), so that a query matches m = `matches` readings on average at "
-        "every N; the grid's cells are 2d wide. Popular: the job's popular-sensor rows; peak "
+        "every N; the grid's cells are 2d wide (cells: grid). The one-cell run (cells: one) puts "
+        "N = `one-cell` readings in one cell and runs `one-cell-queries` queries, each "
+        "scanning them all. State KB/batch: the most a micro-batch wrote to the state stores "
+        "(keys and values put, keys removed). Popular: the job's popular-sensor rows; peak "
         "RSS: the run's process tree (Python driver + JVM). Peer: `bench/sensors_peer.py`, a "
         "plain confluent-kafka Python loop in one process (single-threaded) with the same "
         "rules and settings, over the same two topics after the job: readings/s up to its "
@@ -267,17 +311,18 @@ def markdown(
 
 
 def report(results: list[dict[str, Any]]) -> None:
-    print(f"\n{'N':>9} {'master':9} {'readings/s':>11} {'queries/s':>10} {'us/query':>9} "
-          f"{'matches/q':>9} {'popular':>8} {'peak RSS':>9} {'peer r/s':>10} "
-          f"{'peer q/s':>9}")  # fmt: skip
+    print(f"\n{'N':>9} {'master':9} {'cells':5} {'readings/s':>11} {'queries/s':>10} "
+          f"{'us/query':>9} {'matches/q':>9} {'popular':>8} {'state KB':>9} {'peak RSS':>9} "
+          f"{'peer r/s':>10} {'peer q/s':>9}")  # fmt: skip
     for r in results:
         load, ask = r["loading"], r["querying"]
         per_query = ask["seconds"] / max(ask["queries"], 1) * 1e6
         print(
-            f"{r['size']:>9,} {r['master']:9} {load['readings'] / load['seconds']:>11,.0f} "
+            f"{r['size']:>9,} {r['master']:9} {r['cells']:5} "
+            f"{load['readings'] / load['seconds']:>11,.0f} "
             f"{ask['queries'] / ask['seconds']:>10,.0f} {per_query:>9.1f} "
             f"{ask['matches'] / max(ask['queries'], 1):>9.2f} "
-            f"{load['popular'] + ask['popular']:>8,} "
+            f"{load['popular'] + ask['popular']:>8,} {max_state_bytes(r) / 1024:>9,.0f} "
             f"{r['peak_rss'] / 2**20:>7.0f}MB {peer_rates(r)[0]:>10} {peer_rates(r)[1]:>9}"
         )
     for line in ratios(results):
@@ -297,6 +342,19 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--matches", type=float, default=4.0, help="mean matches per query")
     parser.add_argument("--batch", type=int, default=200_000, help="max offsets per trigger")
+    parser.add_argument(
+        "--one-cell",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="also run N readings in the window all in one grid cell, on local[2] (0: skip)",
+    )
+    parser.add_argument(
+        "--one-cell-queries",
+        type=int,
+        default=2_000,
+        help="queries of the one-cell run (each scans the N readings of the cell)",
+    )
     parser.add_argument("--skip-spl", action="store_true", help="do not run the SPL runner bench")
     parser.add_argument(
         "--markdown", type=Path, help="also write the table as Markdown to this file"
@@ -306,6 +364,7 @@ def main() -> int:
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--master", help=argparse.SUPPRESS)
     parser.add_argument("--readings-total", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--cell-size", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print("RESULT " + json.dumps(run_one(args)), flush=True)
@@ -322,6 +381,12 @@ def main() -> int:
                 results.append(result)
                 print(json.dumps(result), flush=True)
                 print(peer_check(result), flush=True)
+        if args.one_cell:
+            topic = readings_topic(bootstrap, args.one_cell + args.readings)
+            result = measure(bootstrap, topic, args.one_cell, "local[2]", args, one_cell=True)
+            results.append(result)
+            print(json.dumps(result), flush=True)
+            print(peer_check(result), flush=True)
     report(results)
     if args.markdown:
         markdown(args.markdown, results, args, time.monotonic() - began)

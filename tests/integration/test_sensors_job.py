@@ -8,6 +8,7 @@ in the list(s), a reading evicted when the (N+1)-th reading of its list arrives.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
@@ -251,6 +252,38 @@ def test_every_query_probing_the_cells_that_hold_readings_changes_no_result(
     job.produce(events)
     job.run(spark, size=10, threshold=2, partition_by_sensor=True, max_query_cells=1)
     assert job.results() == oracle(events, 10, 2, True)
+
+
+# Bytes of the state rows of one reading's life (keys and values are Spark UnsafeRows: 8 bytes of
+# null bits, then 8 per fixed-width column): held pending (key ts, kind, partition, offset and
+# value id, x, y, v: 40 + 40, then the key removed), in the window index (key w, seq: 24, value
+# cell: 16, then the key removed) and in its cell (key cell, w, seq: 32, value of 8 columns: 72,
+# then the key removed). A match rewrites the reading's cell row (32 + 72).
+READING_LIFE_BYTES = (40 + 40 + 40) + (24 + 16 + 24) + (32 + 72 + 32)
+MATCH_BYTES = 32 + 72
+
+
+def test_a_batch_writes_the_state_of_its_own_events_not_its_cells_readings(
+    kafka_bootstrap: str, spark: Any, tmp_path: Path
+) -> None:
+    """Every reading in one grid cell, the window 4,000 readings: after a first batch of 3,000
+    events, ten small ones. Each batch writes state for the events it reads or had pending and
+    for the readings its queries match, never for the readings its cell holds (a cell
+    rewritten whole would write over 3,000 readings a batch). The results follow the rule."""
+    job = Job(kafka_bootstrap, tmp_path)
+    events = make_events(6_000, 60, seed=16)
+    size, threshold = 4_000, 2
+    cuts = [0, 3_000, *range(3_306, 6_060, 306), 6_060]
+    chunks = [events[a:b] for a, b in itertools.pairwise(cuts)]
+    before = 0
+    for chunk in chunks:  # one run, one micro-batch per chunk
+        job.produce(chunk)
+        processor = job.run(spark, size=size, threshold=threshold, cell_size=2.0)
+        for batch in (s for s in processor.history if not s.skipped):
+            bound = READING_LIFE_BYTES * (len(chunk) + before) + MATCH_BYTES * batch.matches
+            assert 0 < batch.state_bytes <= bound, (batch, bound)
+        before = len(chunk)
+    assert job.results() == oracle(events, size, threshold, False)
 
 
 def test_batch_splits_do_not_change_the_results(

@@ -54,6 +54,7 @@ from trending.spark.sensor_steps import (
     LATE,
     MATCH,
     SIDE_COLUMNS,
+    STATE_LAYOUT,
     OutputSchemas,
     SensorTopics,
     encoded_output,
@@ -66,7 +67,6 @@ if TYPE_CHECKING:
 
 ORIGIN_COLUMNS = ("topic", "partition", "offset", "key", "value", "record_ts", "headers")
 log = logging.getLogger(__name__)
-STATE_LAYOUT = "sensor-cells-1"  # jvm/udf/src/main/java/trending/sensors
 STATE_FOLDER = "sensor-state"
 
 
@@ -124,6 +124,7 @@ class SensorBatchStats:
     matches: int = 0
     popular: int = 0
     pending: int = 0  # events waiting for the watermark after the batch
+    state_bytes: int = 0  # bytes of the keys and values put into the state stores, and removed
     late: int = 0
     dead: int = 0
     seconds: float = 0.0
@@ -232,7 +233,7 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         self.state = state
         stats.events = sum(applied.figures.counts.values())
         stats.watermark_ms = state.watermark_ms
-        for name in ("readings", "queries", "matches", "popular", "pending"):
+        for name in ("readings", "queries", "matches", "popular", "pending", "state_bytes"):
             setattr(stats, name, applied.counts[name])
 
     def _result_records(self, table: Any) -> Iterator[OutRecord]:
@@ -273,7 +274,8 @@ def _describe(stats: SensorBatchStats) -> str:
     return (
         f"batch {stats.batch_id}: {stats.readings} readings, {stats.queries} queries applied, "
         f"{stats.matches} matches, {stats.popular} popular, {stats.pending} pending, "
-        f"{stats.late} late, {stats.dead} dead letters in {stats.seconds:.2f}s ("
+        f"{stats.late} late, {stats.dead} dead letters, {stats.state_bytes} state bytes written "
+        f"in {stats.seconds:.2f}s ("
         + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in stats.phases.items())
         + ")"
     )

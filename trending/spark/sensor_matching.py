@@ -45,6 +45,7 @@ from trending.spark.sensor_steps import (
     MATCH,
     QUERY,
     READING,
+    STATE_LAYOUT,
     BatchFigures,
     SensorSteps,
     batch_figures,
@@ -134,8 +135,9 @@ class SensorSettings:
         }
 
     def as_dict(self) -> dict[str, Any]:
-        """The settings the state depends on."""
+        """The settings the state depends on, and the layout the engine keeps it in."""
         return {
+            "state_layout": STATE_LAYOUT,
             "size": self.size,
             "threshold": self.threshold,
             "lateness_ms": self.lateness_ms,

@@ -34,6 +34,9 @@ READING, QUERY, LATE, DEAD = 0, 1, 2, 3
 TICK = 4  # an advance of the job's event time (--idle-advance): moves the watermark only
 MATCH, POPULAR = 0, 1  # trending.sensors.Cells
 BATCH_CLASS = "trending.sensors.SensorBatch"
+STATE_LAYOUT = "sensor-cells-2"
+"""The layout of the engine's state stores (``jvm/udf/src/main/java/trending/sensors``): in
+layout 2 a cell's readings are one state row each (layout 1: one row per cell)."""
 LONG_MIN = -(2**63)
 SIDE_COLUMNS = (
     "kind", "topic", "partition", "offset", "key", "value", "reason", "ts", "record_ts", "headers",
@@ -238,6 +241,7 @@ class SensorSteps:
             "matches": int(java.matchCount()),
             "popular": int(java.popularCount()),
             "pending": int(java.pendingCount()),
+            "state_bytes": int(java.stateBytesWritten()),
         }
 
     def release(self) -> None:

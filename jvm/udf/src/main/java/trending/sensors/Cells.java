@@ -19,7 +19,7 @@ import org.apache.spark.util.LongAccumulator;
 
 /**
  * The readings of each grid cell that are in their window, with their match counts: one state row
- * per cell. Per batch and cell: the new readings go in, the notices mark evicted readings, then
+ * per reading ({@link CellReading}). Per batch and cell: the new readings go in, the notices mark evicted readings, then
  * each query of the batch that touches the cell, in order, matches every reading of the cell that
  * was in its window at the query ({@code key(r) < key(q) < key(evictor of r)}) within the query's
  * distance, adding one to the reading's count. Evicted readings leave the cell, and those matched
@@ -27,8 +27,6 @@ import org.apache.spark.util.LongAccumulator;
  */
 final class Cells implements StateStores.Update<Row, Row> {
   private static final long serialVersionUID = 1L;
-  static final StructType KEY = new StructType().add("cell", DataTypes.LongType, false);
-  static final StructType VALUE = new StructType().add("readings", DataTypes.BinaryType, false);
   static final int MATCH = 0, POPULAR = 1;
   static final StructType OUTPUT =
       new StructType()
@@ -45,11 +43,14 @@ final class Cells implements StateStores.Update<Row, Row> {
   private final int threshold;
   private final LongAccumulator matchCount;
   private final LongAccumulator popularCount;
+  private final LongAccumulator written;
 
-  Cells(int threshold, LongAccumulator matches, LongAccumulator popular) {
+  Cells(int threshold, LongAccumulator matches, LongAccumulator popular,
+      LongAccumulator written) {
     this.threshold = threshold;
     this.matchCount = matches;
     this.popularCount = popular;
+    this.written = written;
   }
 
   @Override
@@ -64,54 +65,91 @@ final class Cells implements StateStores.Update<Row, Row> {
         byCell.computeIfAbsent(row.getLong(CellInput.CELL), k -> new ArrayList<>()).add(row);
       }
     }
+    Map<Long, List<CellReading>> held = null;
     if (!wide.isEmpty()) { // a wide query probes every cell of this partition that holds readings
-      for (long cell : heldCells(store)) byCell.putIfAbsent(cell, new ArrayList<>());
+      held = heldReadings(store);
+      for (long cell : held.keySet()) byCell.putIfAbsent(cell, new ArrayList<>());
       for (List<Row> cellRows : byCell.values()) cellRows.addAll(wide);
     }
-    StoreRows keys = new StoreRows(KEY);
-    StoreRows values = new StoreRows(VALUE);
-    List<Row> out = new ArrayList<>();
+    Rows rowsOf = new Rows();
+    WrittenStore out = new WrittenStore(store, written);
+    List<Row> output = new ArrayList<>();
     for (Map.Entry<Long, List<Row>> cell : byCell.entrySet()) {
-      UnsafeRow key = keys.of(cell.getKey());
-      UnsafeRow stored = store.get(key, StateStores.DEFAULT);
-      List<CellReading> readings =
-          stored == null ? new ArrayList<>() : CellReading.decode(stored.getBinary(0));
-      List<CellReading> kept = apply(cell.getKey(), readings, cell.getValue(), out);
-      if (kept.isEmpty()) {
-        if (stored != null) store.remove(key, StateStores.DEFAULT);
-      } else {
-        store.put(key, values.of((Object) CellReading.encode(kept)), StateStores.DEFAULT);
-      }
+      long id = cell.getKey();
+      List<CellReading> stored = held == null ? null : held.getOrDefault(id, new ArrayList<>());
+      apply(id, store, stored, cell.getValue(), rowsOf, out, output);
     }
-    store.commit();
-    return out.iterator();
+    out.commit();
+    return output.iterator();
   }
 
-  /** The cells of {@code store} that hold readings. */
-  private static List<Long> heldCells(StateStore store) {
-    List<Long> cells = new ArrayList<>();
+  /** The store's key and value rows (one set per task: not thread safe). */
+  private static final class Rows {
+    final StoreRows key = new StoreRows(CellReading.KEY);
+    final StoreRows cell = new StoreRows(CellReading.CELL);
+    final StoreRows value = new StoreRows(CellReading.VALUE);
+
+    UnsafeRow keyOf(long cell, CellReading r) {
+      return key.of(cell, r.w, r.seq);
+    }
+  }
+
+  /** Every reading of {@code store}, by cell, each cell's in insertion order. */
+  private static Map<Long, List<CellReading>> heldReadings(StateStore store) {
+    Map<Long, List<CellReading>> cells = new LinkedHashMap<>();
     StateStoreIterator<UnsafeRowPair> pairs = store.iterator(StateStores.DEFAULT);
     try {
-      while (pairs.hasNext()) cells.add(pairs.next().key().getLong(0));
+      while (pairs.hasNext()) {
+        UnsafeRowPair pair = pairs.next();
+        cells.computeIfAbsent(pair.key().getLong(0), k -> new ArrayList<>())
+            .add(CellReading.of(pair.key(), pair.value()));
+      }
     } finally {
       pairs.close();
     }
+    for (List<CellReading> readings : cells.values()) readings.sort(CellReading.ORDER);
     return cells;
   }
 
-  /** One cell's batch (see the class comment); returns the readings still in their windows. */
-  private List<CellReading> apply(long cell, List<CellReading> readings, List<Row> rows,
-      List<Row> out) {
+  /** The readings of {@code cell} in {@code store}, in insertion order. */
+  private static List<CellReading> cellReadings(StateStore store, long cell, Rows rows) {
+    List<CellReading> readings = new ArrayList<>();
+    StateStoreIterator<UnsafeRowPair> pairs =
+        store.prefixScan(rows.cell.of(cell), StateStores.DEFAULT);
+    try {
+      while (pairs.hasNext()) {
+        UnsafeRowPair pair = pairs.next();
+        readings.add(CellReading.of(pair.key(), pair.value()));
+      }
+    } finally {
+      pairs.close();
+    }
+    readings.sort(CellReading.ORDER);
+    return readings;
+  }
+
+  /**
+   * One cell's batch (see the class comment). Its stored readings are read only when a query
+   * probes it ({@code stored}: already read, or null); otherwise the batch puts its new readings
+   * and reads each reading a notice evicts.
+   */
+  private void apply(long cell, StateStore store, List<CellReading> stored, List<Row> rows,
+      Rows rowsOf, WrittenStore out, List<Row> output) {
     List<Row> queries = new ArrayList<>();
     List<Row> notices = new ArrayList<>();
+    List<CellReading> added = new ArrayList<>();
     for (Row row : rows) {
       switch (row.getInt(CellInput.TYPE)) {
-        case CellInput.READING -> readings.add(CellReading.of(row));
+        case CellInput.READING -> added.add(CellReading.of(row));
         case CellInput.QUERY, CellInput.WIDE -> queries.add(row);
         default -> notices.add(row);
       }
     }
-    markEvicted(cell, readings, notices);
+    List<CellReading> readings =
+        stored != null ? stored : queries.isEmpty() ? new ArrayList<>()
+            : cellReadings(store, cell, rowsOf);
+    readings.addAll(added);
+    markEvicted(cell, store, readings, notices, rowsOf, queries.isEmpty() && stored == null);
     queries.sort(QUERY_ORDER);
     long matched = 0;
     for (Row q : queries) {
@@ -120,35 +158,51 @@ final class Cells implements StateStores.Update<Row, Row> {
       for (CellReading r : readings) {
         if (r.within(qx, qy, d) && r.inWindowAt(q)) {
           r.matches++;
+          r.matched = true;
           matched++;
-          out.add(RowFactory.create(MATCH, q.getLong(CellInput.ID), r.sensor, r.value, r.ts,
+          output.add(RowFactory.create(MATCH, q.getLong(CellInput.ID), r.sensor, r.value, r.ts,
               q.getLong(CellInput.TS), r.x, r.y, 0));
         }
       }
     }
     matchCount.add(matched);
-    List<CellReading> kept = new ArrayList<>(readings.size());
     for (CellReading r : readings) {
-      if (!r.evicted) {
-        kept.add(r);
-      } else if (r.matches > 0 && r.matches >= threshold) {
-        popularCount.add(1);
-        out.add(RowFactory.create(POPULAR, 0L, r.sensor, r.value, r.ts, 0L, r.x, r.y, r.matches));
+      if (r.evicted) {
+        if (r.stored) out.remove(rowsOf.keyOf(cell, r));
+        if (r.matches > 0 && r.matches >= threshold) {
+          popularCount.add(1);
+          output.add(RowFactory.create(POPULAR, 0L, r.sensor, r.value, r.ts, 0L, r.x, r.y,
+              r.matches));
+        }
+      } else if (!r.stored || r.matched) {
+        out.put(rowsOf.keyOf(cell, r), rowsOf.value.of(r.values()));
       }
     }
-    return kept;
   }
 
-  private static void markEvicted(long cell, List<CellReading> readings, List<Row> notices) {
+  /**
+   * Marks the readings the notices evict; with {@code fetch}, a reading not among
+   * {@code readings} is read from the store (and added) first.
+   */
+  private static void markEvicted(long cell, StateStore store, List<CellReading> readings,
+      List<Row> notices, Rows rowsOf, boolean fetch) {
     if (notices.isEmpty()) return;
     Map<List<Long>, CellReading> byId = new HashMap<>();
     for (CellReading r : readings) byId.put(List.of(r.w, r.seq), r);
     for (Row n : notices) {
-      CellReading r = byId.get(List.of(n.getLong(CellInput.W), n.getLong(CellInput.SEQ)));
+      long w = n.getLong(CellInput.W), seq = n.getLong(CellInput.SEQ);
+      CellReading r = byId.get(List.of(w, seq));
+      if (r == null && fetch) {
+        UnsafeRow key = rowsOf.key.of(cell, w, seq);
+        UnsafeRow value = store.get(key, StateStores.DEFAULT);
+        if (value != null) {
+          r = CellReading.of(key, value);
+          readings.add(r);
+        }
+      }
       if (r == null) {
-        throw new IllegalStateException("cell " + cell + " has no reading "
-            + n.getLong(CellInput.SEQ) + " of window " + n.getLong(CellInput.W)
-            + " to evict: the state store does not match the committed output");
+        throw new IllegalStateException("cell " + cell + " has no reading " + seq
+            + " of window " + w + " to evict: the state store does not match the committed output");
       }
       r.evicted = true;
       r.ets = n.getLong(CellInput.ETS);

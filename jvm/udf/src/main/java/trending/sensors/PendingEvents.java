@@ -35,10 +35,12 @@ final class PendingEvents implements StateStores.Update<Row, Row> {
 
   private final long watermarkMs;
   private final LongAccumulator stillPending;
+  private final LongAccumulator written;
 
-  PendingEvents(long watermarkMs, LongAccumulator stillPending) {
+  PendingEvents(long watermarkMs, LongAccumulator stillPending, LongAccumulator written) {
     this.watermarkMs = watermarkMs;
     this.stillPending = stillPending;
+    this.written = written;
   }
 
   @Override
@@ -60,8 +62,9 @@ final class PendingEvents implements StateStores.Update<Row, Row> {
     } finally {
       stored.close();
     }
+    WrittenStore out = new WrittenStore(store, written);
     for (UnsafeRow key : forget) {
-      store.remove(key, StateStores.DEFAULT);
+      out.remove(key);
     }
     StoreRows keys = new StoreRows(KEY);
     StoreRows values = new StoreRows(VALUE);
@@ -75,10 +78,10 @@ final class PendingEvents implements StateStores.Update<Row, Row> {
           values.of(
               e.getLong(Events.ID), e.getDouble(Events.X), e.getDouble(Events.Y),
               e.getDouble(Events.V));
-      store.put(key, value, StateStores.DEFAULT);
+      out.put(key, value);
       kept++;
     }
-    store.commit();
+    out.commit();
     stillPending.add(kept);
     return released.iterator();
   }

@@ -46,7 +46,7 @@ public final class SensorBatch {
   private final boolean perSensor;
   private final long maxQueryCells;
   private final long[] routes;
-  private final LongAccumulator readings, queries, matches, popular, pending;
+  private final LongAccumulator readings, queries, matches, popular, pending, written;
   private final List<Runnable> cached = new ArrayList<>();
 
   public SensorBatch(org.apache.spark.sql.SparkSession session, String location, int partitions,
@@ -66,6 +66,7 @@ public final class SensorBatch {
     matches = context.longAccumulator("sensors-matches-" + job);
     popular = context.longAccumulator("sensors-popular-" + job);
     pending = context.longAccumulator("sensors-pending-" + job);
+    written = context.longAccumulator("sensors-state-bytes-" + job);
   }
 
   /**
@@ -74,7 +75,9 @@ public final class SensorBatch {
    */
   public Dataset<Row> run(Dataset<Row> events, long batchId, long watermarkMs,
       long readingsBefore, double minX, double minY, double maxX, double maxY) {
-    for (LongAccumulator a : List.of(readings, queries, matches, popular, pending)) a.reset();
+    for (LongAccumulator a : List.of(readings, queries, matches, popular, pending, written)) {
+      a.reset();
+    }
     int[] extent = Double.isNaN(minX) ? null
         : new int[] {grid.coordinate(minX), grid.coordinate(minY), grid.coordinate(maxX),
             grid.coordinate(maxY)};
@@ -84,8 +87,8 @@ public final class SensorBatch {
     Dataset<Row> later = all.where(col("ts").geq(watermark));
     JavaRDD<Row> released = cache(stores.run(spark,
         later.repartition(stores.partitions(), col("partition"), col("offset")).javaRDD(),
-        PENDING, batchId, PendingEvents.KEY, PendingEvents.VALUE,
-        new PendingEvents(watermarkMs, pending), Row.class, Row.class));
+        PENDING, batchId, PendingEvents.KEY, 0, PendingEvents.VALUE,
+        new PendingEvents(watermarkMs, pending, written), Row.class, Row.class));
     released.count();
     Dataset<Row> applicable = now.union(spark.createDataFrame(released, Events.EVENT));
     JavaRDD<Row> cellInput = perSensor
@@ -93,8 +96,8 @@ public final class SensorBatch {
         : globalInput(applicable, batchId, readingsBefore, extent);
     JavaRDD<Row> byCell = spark.createDataFrame(cellInput, CellInput.SCHEMA)
         .repartition(stores.partitions(), col("cell")).javaRDD();
-    JavaRDD<Row> output = stores.run(spark, byCell, CELLS, batchId, Cells.KEY, Cells.VALUE,
-        new Cells(threshold, matches, popular), Row.class, Row.class);
+    JavaRDD<Row> output = stores.run(spark, byCell, CELLS, batchId, CellReading.KEY, 1,
+        CellReading.VALUE, new Cells(threshold, matches, popular, written), Row.class, Row.class);
     Dataset<Row> result = spark.createDataFrame(output, Cells.OUTPUT).persist(CACHE);
     cached.add(result::unpersist);
     result.count();
@@ -145,8 +148,8 @@ public final class SensorBatch {
     }, true);
     JavaRDD<Row> bySeq = spark.createDataFrame(operations, WindowIndex.OPERATION)
         .repartition(stores.partitions(), col("seq")).javaRDD();
-    JavaRDD<Row> notices = stores.run(spark, bySeq, INDEX, batchId, WindowIndex.KEY,
-        WindowIndex.VALUE, new WindowIndex.Global(), Row.class, Row.class);
+    JavaRDD<Row> notices = stores.run(spark, bySeq, INDEX, batchId, WindowIndex.KEY, 0,
+        WindowIndex.VALUE, new WindowIndex.Global(written), Row.class, Row.class);
     return cellRows.union(notices);
   }
 
@@ -154,8 +157,8 @@ public final class SensorBatch {
   private JavaRDD<Row> perSensorInput(Dataset<Row> applicable, long batchId, int[] extent) {
     JavaRDD<Row> bySensor = applicable.where(col("kind").equalTo(Events.READING))
         .repartition(stores.partitions(), col("id")).javaRDD();
-    JavaRDD<Row> fromIndex = stores.run(spark, bySensor, INDEX, batchId, WindowIndex.KEY,
-        WindowIndex.VALUE, new WindowIndex.PerSensor(size, grid), Row.class, Row.class);
+    JavaRDD<Row> fromIndex = stores.run(spark, bySensor, INDEX, batchId, WindowIndex.KEY, 0,
+        WindowIndex.VALUE, new WindowIndex.PerSensor(size, grid, written), Row.class, Row.class);
     Grid grid = this.grid;
     long maxCells = this.maxQueryCells;
     long[] routes = this.routes;
@@ -221,5 +224,10 @@ public final class SensorBatch {
 
   public long pendingCount() {
     return pending.value();
+  }
+
+  /** Bytes of the keys and values the batch put into its state stores and of the keys removed. */
+  public long stateBytesWritten() {
+    return written.value();
   }
 }

@@ -5,7 +5,9 @@ import java.util.Iterator;
 import java.util.UUID;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreRDD;
 import org.apache.spark.sql.types.StructType;
@@ -51,7 +53,9 @@ public final class StateStores implements Serializable {
 
   /**
    * {@code update} over each partition of {@code input} (exactly {@link #partitions} of them) with
-   * store {@code operatorId} at {@code version}; {@code update} must commit the store.
+   * store {@code operatorId} at {@code version}; {@code update} must commit the store. With
+   * {@code scanColumns > 0} the store can scan the keys that share their first {@code scanColumns}
+   * columns ({@code prefixScan}).
    */
   public <T, U> JavaRDD<U> run(
       SparkSession spark,
@@ -59,6 +63,7 @@ public final class StateStores implements Serializable {
       long operatorId,
       long version,
       StructType keySchema,
+      int scanColumns,
       StructType valueSchema,
       Update<T, U> update,
       Class<T> inputClass,
@@ -67,6 +72,10 @@ public final class StateStores implements Serializable {
       throw new IllegalStateException(
           "state store input has " + input.getNumPartitions() + " partitions, not " + partitions);
     }
+    KeyStateEncoderSpec keys =
+        scanColumns > 0
+            ? new PrefixKeyScanStateEncoderSpec(keySchema, scanColumns)
+            : new NoPrefixKeyStateEncoderSpec(keySchema);
     ClassTag<T> inTag = ClassTag$.MODULE$.apply(inputClass);
     ClassTag<U> outTag = ClassTag$.MODULE$.apply(outputClass);
     StateStoreRDD<T, U> rdd =
@@ -81,7 +90,7 @@ public final class StateStores implements Serializable {
             Option.empty(),
             keySchema,
             valueSchema,
-            new NoPrefixKeyStateEncoderSpec(keySchema),
+            keys,
             spark.sessionState(),
             Option.apply(spark.streams().stateStoreCoordinator()),
             false,

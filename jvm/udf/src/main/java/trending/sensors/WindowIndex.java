@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.LongAccumulator;
 
 /**
  * Where each reading of a sliding count(N) window is: state row {@code (w, seq) -> cell} for
@@ -56,16 +57,22 @@ final class WindowIndex {
   /** The global window's index: puts first, then evictions (an evicted row may be put now). */
   static final class Global implements StateStores.Update<Row, Row> {
     private static final long serialVersionUID = 1L;
+    private final LongAccumulator written;
+
+    Global(LongAccumulator written) {
+      this.written = written;
+    }
 
     @Override
     public Iterator<Row> apply(StateStore store, Iterator<Row> operations) {
+      WrittenStore out = new WrittenStore(store, written);
       StoreRows keys = new StoreRows(KEY);
       StoreRows values = new StoreRows(VALUE);
       List<Row> evictions = new ArrayList<>();
       while (operations.hasNext()) {
         Row op = operations.next();
         if (op.getInt(0) == PUT) {
-          store.put(keys.of(0L, op.getLong(1)), values.of(op.getLong(2)), StateStores.DEFAULT);
+          out.put(keys.of(0L, op.getLong(1)), values.of(op.getLong(2)));
         } else {
           evictions.add(op);
         }
@@ -73,10 +80,10 @@ final class WindowIndex {
       List<Row> notices = new ArrayList<>(evictions.size());
       for (Row op : evictions) {
         long seq = op.getLong(1);
-        long cell = take(store, keys.of(0L, seq), 0L, seq);
+        long cell = take(store, out, keys.of(0L, seq), 0L, seq);
         notices.add(CellInput.notice(cell, 0L, seq, op.getLong(3), op.getInt(4), op.getLong(5)));
       }
-      store.commit();
+      out.commit();
       return notices.iterator();
     }
   }
@@ -86,10 +93,12 @@ final class WindowIndex {
     private static final long serialVersionUID = 1L;
     private final long size;
     private final Grid grid;
+    private final LongAccumulator written;
 
-    PerSensor(long size, Grid grid) {
+    PerSensor(long size, Grid grid, LongAccumulator written) {
       this.size = size;
       this.grid = grid;
+      this.written = written;
     }
 
     @Override
@@ -99,6 +108,7 @@ final class WindowIndex {
         Row r = readings.next();
         bySensor.computeIfAbsent(r.getLong(Events.ID), k -> new ArrayList<>()).add(r);
       }
+      WrittenStore writes = new WrittenStore(store, written);
       StoreRows keys = new StoreRows(KEY);
       StoreRows values = new StoreRows(VALUE);
       List<Row> out = new ArrayList<>();
@@ -112,17 +122,16 @@ final class WindowIndex {
           long seq = ++count;
           Row reading = CellInput.reading(r, grid, w, seq);
           out.add(reading);
-          store.put(keys.of(w, seq), values.of(reading.getLong(CellInput.CELL)),
-              StateStores.DEFAULT);
+          writes.put(keys.of(w, seq), values.of(reading.getLong(CellInput.CELL)));
           if (seq > size) {
-            long cell = take(store, keys.of(w, seq - size), w, seq - size);
+            long cell = take(store, writes, keys.of(w, seq - size), w, seq - size);
             out.add(CellInput.notice(cell, w, seq - size, r.getLong(Events.TS),
                 r.getInt(Events.PARTITION), r.getLong(Events.OFFSET)));
           }
         }
-        store.put(keys.of(w, 0L), values.of(count), StateStores.DEFAULT);
+        writes.put(keys.of(w, 0L), values.of(count));
       }
-      store.commit();
+      writes.commit();
       return out.iterator();
     }
   }
@@ -134,7 +143,8 @@ final class WindowIndex {
           .thenComparingLong(r -> r.getLong(Events.OFFSET));
 
   /** The cell of reading {@code (w, seq)}, forgotten from the index. */
-  private static long take(StateStore store, UnsafeRow key, long w, long seq) {
+  private static long take(StateStore store, WrittenStore writes, UnsafeRow key, long w,
+      long seq) {
     UnsafeRow found = store.get(key, StateStores.DEFAULT);
     if (found == null) {
       throw new IllegalStateException(
@@ -142,7 +152,7 @@ final class WindowIndex {
               + ": the state store does not match the committed output");
     }
     long cell = found.getLong(0);
-    store.remove(key.copy(), StateStores.DEFAULT);
+    writes.remove(key.copy());
     return cell;
   }
 }
