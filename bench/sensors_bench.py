@@ -55,6 +55,7 @@ LATENESS_MS = 200  # 20,000 readings of event time: covers the batches' split ov
 THRESHOLD = 3  # matches that make an evicted reading popular (the job's default)
 COUNTED = ("readings", "queries", "matches", "popular")  # must be the same for the peer
 ONE_CELL = 2.0  # a cell this wide holds every reading of the unit square
+ONE_CELL_QUERY_RATE = 1_000.0  # queries/s of event time in the one-cell run (see measure)
 
 
 def distance_for(size: int, matches: float) -> float:
@@ -103,7 +104,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
         last_reading_ms = START_MS + int(args.readings_total * 1000 / EVENTS_PER_SECOND)
         stream = generate_queries(
             2, args.queries, start_ms=last_reading_ms + 1_000, distance=distance,
-            events_per_second=EVENTS_PER_SECOND,
+            events_per_second=args.query_rate,
         )  # fmt: skip
         produce_sensor_records(args.bootstrap, queries, stream, schema="sensor_query")
         querying = _run(spark, config, start_query)
@@ -141,7 +142,9 @@ def measure(
     one_cell: bool = False,
 ) -> dict[str, Any]:
     """One (N, master) run and the peer after it; ``one_cell``: every reading in one grid cell
-    (cells :data:`ONE_CELL` wide), with ``--one-cell-queries`` queries."""
+    (cells :data:`ONE_CELL` wide), with ``--one-cell-queries`` queries. Those are spread over
+    more event time (:data:`ONE_CELL_QUERY_RATE`) than the lateness, so that most are applied
+    (each one scans the cell's N readings, so they are fewer)."""
     queries = args.one_cell_queries if one_cell else args.queries
     command = [
         sys.executable, __file__, "--one", "--bootstrap", bootstrap, "--topic", topic,
@@ -149,6 +152,7 @@ def measure(
         "--matches", str(args.matches), "--batch", str(args.batch),
         "--readings-total", str(size + args.readings),
         "--cell-size", repr(ONE_CELL if one_cell else 0.0),
+        "--query-rate", repr(ONE_CELL_QUERY_RATE if one_cell else EVENTS_PER_SECOND),
     ]  # fmt: skip
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     seconds, peak, text = run_measured(command, env)
@@ -365,6 +369,9 @@ def main() -> int:
     parser.add_argument("--master", help=argparse.SUPPRESS)
     parser.add_argument("--readings-total", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--cell-size", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--query-rate", type=float, default=EVENTS_PER_SECOND, help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.one:
         print("RESULT " + json.dumps(run_one(args)), flush=True)
