@@ -19,11 +19,12 @@ import org.apache.spark.util.LongAccumulator;
 
 /**
  * The readings of each grid cell that are in their window, with their match counts: one state row
- * per reading ({@link CellReading}). Per batch and cell: the new readings go in, the notices mark evicted readings, then
- * each query of the batch that touches the cell, in order, matches every reading of the cell that
- * was in its window at the query ({@code key(r) < key(q) < key(evictor of r)}) within the query's
- * distance, adding one to the reading's count. Evicted readings leave the cell, and those matched
- * at least {@code threshold} times are published as popular (SPL's before-eviction event).
+ * per reading ({@link CellReading}). Per batch and cell: the new readings go in, the notices mark
+ * evicted readings, then each query of the batch that touches the cell, in order, matches every
+ * reading of the cell that was in its window at the query ({@code key(r) < key(q) < key(evictor
+ * of r)}) within the query's distance, adding one to the reading's count. Evicted readings leave
+ * the cell, and those matched at least {@code threshold} times are published as popular (SPL's
+ * before-eviction event).
  */
 final class Cells implements StateStores.Update<Row, Row> {
   private static final long serialVersionUID = 1L;
