@@ -66,19 +66,19 @@ final class Cells implements StateStores.Update<Row, Row> {
         byCell.computeIfAbsent(row.getLong(CellInput.CELL), k -> new ArrayList<>()).add(row);
       }
     }
+    WrittenStore out = new WrittenStore(store, written);
     Map<Long, List<CellReading>> held = null;
     if (!wide.isEmpty()) { // a wide query probes every cell of this partition that holds readings
-      held = heldReadings(store);
+      held = heldReadings(out);
       for (long cell : held.keySet()) byCell.putIfAbsent(cell, new ArrayList<>());
       for (List<Row> cellRows : byCell.values()) cellRows.addAll(wide);
     }
     Rows rowsOf = new Rows();
-    WrittenStore out = new WrittenStore(store, written);
     List<Row> output = new ArrayList<>();
     for (Map.Entry<Long, List<Row>> cell : byCell.entrySet()) {
       long id = cell.getKey();
       List<CellReading> stored = held == null ? null : held.getOrDefault(id, new ArrayList<>());
-      apply(id, store, stored, cell.getValue(), rowsOf, out, output);
+      apply(id, out, stored, cell.getValue(), rowsOf, output);
     }
     out.commit();
     return output.iterator();
@@ -96,9 +96,9 @@ final class Cells implements StateStores.Update<Row, Row> {
   }
 
   /** Every reading of {@code store}, by cell, each cell's in insertion order. */
-  private static Map<Long, List<CellReading>> heldReadings(StateStore store) {
+  private static Map<Long, List<CellReading>> heldReadings(WrittenStore store) {
     Map<Long, List<CellReading>> cells = new LinkedHashMap<>();
-    StateStoreIterator<UnsafeRowPair> pairs = store.iterator(StateStores.DEFAULT);
+    StateStoreIterator<UnsafeRowPair> pairs = store.iterator();
     try {
       while (pairs.hasNext()) {
         UnsafeRowPair pair = pairs.next();
@@ -113,10 +113,9 @@ final class Cells implements StateStores.Update<Row, Row> {
   }
 
   /** The readings of {@code cell} in {@code store}, in insertion order. */
-  private static List<CellReading> cellReadings(StateStore store, long cell, Rows rows) {
+  private static List<CellReading> cellReadings(WrittenStore store, long cell, Rows rows) {
     List<CellReading> readings = new ArrayList<>();
-    StateStoreIterator<UnsafeRowPair> pairs =
-        store.prefixScan(rows.cell.of(cell), StateStores.DEFAULT);
+    StateStoreIterator<UnsafeRowPair> pairs = store.prefixScan(rows.cell.of(cell));
     try {
       while (pairs.hasNext()) {
         UnsafeRowPair pair = pairs.next();
@@ -134,8 +133,8 @@ final class Cells implements StateStores.Update<Row, Row> {
    * probes it ({@code stored}: already read, or null); otherwise the batch puts its new readings
    * and reads each reading a notice evicts.
    */
-  private void apply(long cell, StateStore store, List<CellReading> stored, List<Row> rows,
-      Rows rowsOf, WrittenStore out, List<Row> output) {
+  private void apply(long cell, WrittenStore store, List<CellReading> stored, List<Row> rows,
+      Rows rowsOf, List<Row> output) {
     List<Row> queries = new ArrayList<>();
     List<Row> notices = new ArrayList<>();
     List<CellReading> added = new ArrayList<>();
@@ -169,14 +168,14 @@ final class Cells implements StateStores.Update<Row, Row> {
     matchCount.add(matched);
     for (CellReading r : readings) {
       if (r.evicted) {
-        if (r.stored) out.remove(rowsOf.keyOf(cell, r));
+        if (r.stored) store.remove(rowsOf.keyOf(cell, r));
         if (r.matches > 0 && r.matches >= threshold) {
           popularCount.add(1);
           output.add(RowFactory.create(POPULAR, 0L, r.sensor, r.value, r.ts, 0L, r.x, r.y,
               r.matches));
         }
       } else if (!r.stored || r.matched) {
-        out.put(rowsOf.keyOf(cell, r), rowsOf.value.of(r.values()));
+        store.put(rowsOf.keyOf(cell, r), rowsOf.value.of(r.values()));
       }
     }
   }
@@ -185,7 +184,7 @@ final class Cells implements StateStores.Update<Row, Row> {
    * Marks the readings the notices evict; with {@code fetch}, a reading not among
    * {@code readings} is read from the store (and added) first.
    */
-  private static void markEvicted(long cell, StateStore store, List<CellReading> readings,
+  private static void markEvicted(long cell, WrittenStore store, List<CellReading> readings,
       List<Row> notices, Rows rowsOf, boolean fetch) {
     if (notices.isEmpty()) return;
     Map<List<Long>, CellReading> byId = new HashMap<>();
@@ -195,7 +194,7 @@ final class Cells implements StateStores.Update<Row, Row> {
       CellReading r = byId.get(List.of(w, seq));
       if (r == null && fetch) {
         UnsafeRow key = rowsOf.key.of(cell, w, seq);
-        UnsafeRow value = store.get(key, StateStores.DEFAULT);
+        UnsafeRow value = store.get(key);
         if (value != null) {
           r = CellReading.of(key, value);
           readings.add(r);

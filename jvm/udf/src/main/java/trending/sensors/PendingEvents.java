@@ -48,7 +48,8 @@ final class PendingEvents implements StateStores.Update<Row, Row> {
     List<Row> released = new ArrayList<>();
     List<UnsafeRow> forget = new ArrayList<>();
     long kept = 0;
-    StateStoreIterator<UnsafeRowPair> stored = store.iterator(StateStores.DEFAULT);
+    WrittenStore out = new WrittenStore(store, written);
+    StateStoreIterator<UnsafeRowPair> stored = out.iterator();
     try {
       while (stored.hasNext()) {
         UnsafeRowPair pair = stored.next();
@@ -62,7 +63,6 @@ final class PendingEvents implements StateStores.Update<Row, Row> {
     } finally {
       stored.close();
     }
-    WrittenStore out = new WrittenStore(store, written);
     for (UnsafeRow key : forget) {
       out.remove(key);
     }

@@ -80,7 +80,7 @@ final class WindowIndex {
       List<Row> notices = new ArrayList<>(evictions.size());
       for (Row op : evictions) {
         long seq = op.getLong(1);
-        long cell = take(store, out, keys.of(0L, seq), 0L, seq);
+        long cell = take(out, keys.of(0L, seq), 0L, seq);
         notices.add(CellInput.notice(cell, 0L, seq, op.getLong(3), op.getInt(4), op.getLong(5)));
       }
       out.commit();
@@ -116,7 +116,7 @@ final class WindowIndex {
         long w = sensor.getKey();
         List<Row> rows = sensor.getValue();
         rows.sort(ORDER);
-        UnsafeRow counter = store.get(keys.of(w, 0L), StateStores.DEFAULT);
+        UnsafeRow counter = writes.get(keys.of(w, 0L));
         long count = counter == null ? 0L : counter.getLong(0);
         for (Row r : rows) {
           long seq = ++count;
@@ -124,7 +124,7 @@ final class WindowIndex {
           out.add(reading);
           writes.put(keys.of(w, seq), values.of(reading.getLong(CellInput.CELL)));
           if (seq > size) {
-            long cell = take(store, writes, keys.of(w, seq - size), w, seq - size);
+            long cell = take(writes, keys.of(w, seq - size), w, seq - size);
             out.add(CellInput.notice(cell, w, seq - size, r.getLong(Events.TS),
                 r.getInt(Events.PARTITION), r.getLong(Events.OFFSET)));
           }
@@ -143,16 +143,15 @@ final class WindowIndex {
           .thenComparingLong(r -> r.getLong(Events.OFFSET));
 
   /** The cell of reading {@code (w, seq)}, forgotten from the index. */
-  private static long take(StateStore store, WrittenStore writes, UnsafeRow key, long w,
-      long seq) {
-    UnsafeRow found = store.get(key, StateStores.DEFAULT);
+  private static long take(WrittenStore store, UnsafeRow key, long w, long seq) {
+    UnsafeRow found = store.get(key);
     if (found == null) {
       throw new IllegalStateException(
           "the window index has no reading " + seq + " of window " + w
               + ": the state store does not match the committed output");
     }
     long cell = found.getLong(0);
-    writes.remove(key.copy());
+    store.remove(key.copy());
     return cell;
   }
 }
