@@ -46,6 +46,7 @@ from trending.jobs.common import (
 from trending.jobs.letters import Origin, SideOutput
 from trending.jobs.startup import phase
 from trending.metrics import LATE_REASONS, Metrics
+from trending.spark.batch_values import BatchParams, set_batch_params
 from trending.spark.checkpoint import JobCheckpoint
 from trending.spark.collect import in_parts
 from trending.spark.sensor_matching import SensorMatching, SensorState
@@ -154,7 +155,6 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         self.input_topics = (config.readings_topic, config.queries_topic)
         self.control_topic = f"trending-sensors-control-{job_id}"  # --idle-advance's CTIs
         self.state = committed_state(writer, SensorState.from_json) or SensorState()
-        self.registry = config.registry
         url = config.schema_registry_url
         self.dead_codec = AvroCodec("dead_letter", url, subject=f"{config.dead_letter_topic}-value")
         self.late_codec = AvroCodec("dead_letter", url, subject=f"{config.late_topic}-value")
@@ -196,12 +196,9 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
         return _describe(stats)
 
     def _process(self, batch: DataFrame, batch_id: int, stats: SensorBatchStats) -> None:
-        clock = time.monotonic()
-        events = sensor_events(
-            batch, self.topics, self.registry, self.state.watermark_ms, self.config.clock_skew,
-            self.control_topic, self.config.lateness_ms,
-            clock_ms=self.checkpoint.batch_clock_ms(batch_id),
-        ).persist()  # fmt: skip
+        params = BatchParams(self.state.watermark_ms, {}, self.checkpoint.batch_clock_ms(batch_id))
+        set_batch_params(batch.sparkSession, self.job_id, params)  # read by sensor_events' plan
+        events = batch.persist()
         try:
             with self.matching.apply(events, batch_id, self.state, self.steps) as applied:
                 stats.phases.update(applied.phases)
@@ -376,9 +373,12 @@ def start_query(
     with phase("topics"):
         ensure_topics(config.bootstrap, [processor.control_topic], 1, extra=config.kafka_options)
     options = stream_options(config, processor.input_topics, processor.control_topic)
+    events = sensor_events(
+        read_kafka_stream(spark, options), processor.topics, config.registry, config.clock_skew,
+        processor.job_id, processor.control_topic, config.lateness_ms,
+    )  # fmt: skip
     writer = (
-        read_kafka_stream(spark, options)
-        .writeStream.queryName(f"trending-sensors-{processor.job_id}")
+        events.writeStream.queryName(f"trending-sensors-{processor.job_id}")
         .option("checkpointLocation", processor.checkpoint.query_location)
         .foreachBatch(processor)
     )

@@ -16,6 +16,7 @@ from typing import Any
 from pyspark.sql import Column, SparkSession
 
 VALUE_CLASS = "trending.udf.BatchValue"
+WATERMARK_FUNCTION = ("trending_batch_watermark", "trending.state.BatchWatermark")
 # + a job: the parameters of its running micro-batch (trending.state.BatchParams)
 PARAMS_PREFIX = "spark.trending.batch."
 
@@ -26,6 +27,23 @@ def batch_long(spark: SparkSession, value: int) -> Column:
 
     jvm: Any = spark.sparkContext._jvm
     return ClassicColumn(getattr(jvm, VALUE_CLASS).ofLong(int(value)))
+
+
+def batch_watermark(spark: SparkSession, job: str) -> Column:
+    """The watermark :func:`set_batch_params` set for ``job``'s running micro-batch, in epoch ms
+    (null before the first event, or when none was set): a function of the plan, so a streaming
+    plan built once reads each batch's watermark."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    spark.udf.registerJavaFunction(*WATERMARK_FUNCTION, LongType())
+    return F.call_function(WATERMARK_FUNCTION[0], F.lit(job))
+
+
+def set_batch_params(spark: SparkSession, job: str, params: BatchParams) -> None:
+    """Give the tasks of ``job``'s next Spark jobs ``params`` (:func:`batch_watermark`,
+    :func:`trending.spark.clock.batch_clock`)."""
+    spark.conf.set(PARAMS_PREFIX + job, params.text())
 
 
 @dataclass(frozen=True)

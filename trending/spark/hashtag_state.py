@@ -46,7 +46,7 @@ from pyspark.sql.avro.functions import to_avro
 
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
-from trending.spark.batch_values import PARAMS_PREFIX, BatchParams
+from trending.spark.batch_values import PARAMS_PREFIX, WATERMARK_FUNCTION, BatchParams
 from trending.spark.clock import CLOCK_FUNCTION, NOT_AN_ADVANCE, ClockSkew, advance_of, skew_reason
 from trending.text.bounds import TweetBounds
 from trending.windows.sliding import SlidingWindows
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from py4j.java_gateway import JavaObject
 
 COUNTED, LATE, DEAD = 0, 1, 2
-WATERMARK_FUNCTION = ("trending_batch_watermark", "trending.state.BatchWatermark")
 BOUNDS_FUNCTION = ("trending_hashtag_bounds", "trending.udf.HashtagBounds")
 STATE_CLASS = "trending.state.HashtagState"
 CANDIDATES_CLASS = "trending.state.TopCandidates"

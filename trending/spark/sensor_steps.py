@@ -1,6 +1,7 @@
 """The sensor job's Spark plan: decoding and routing in Spark SQL, the windows on the executors.
 
-Per micro-batch, in ``foreachBatch``::
+On the streaming DataFrame (:func:`sensor_events`, built once), then per micro-batch in
+``foreachBatch``::
 
     Kafka records of both topics ─ from_avro ─ kind          (stateless, per record)
       READING / QUERY (on time) ─ trending.sensors.SensorBatch (JVM, executors, three state stores):
@@ -24,8 +25,8 @@ from pyspark.sql.avro.functions import to_avro
 
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
-from trending.spark.batch_values import batch_long
-from trending.spark.clock import CLOCK_COLUMN, ClockSkew, advance_of, skew_reason
+from trending.spark.batch_values import batch_watermark
+from trending.spark.clock import ClockSkew, advance_of, batch_clock, skew_reason
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaObject
@@ -57,14 +58,16 @@ def sensor_events(
     raw: DataFrame,
     topics: SensorTopics,
     registry: SchemaRegistryAccess | None,
-    watermark_ms: int | None,
     skew: ClockSkew,
+    job: str,
     control_topic: str | None = None,
     lateness_ms: int = 0,
-    *,
-    clock_ms: int,
 ) -> DataFrame:
     """Kafka records of both topics as events with their kind (see the module docstring).
+
+    Built once, on the streaming DataFrame: the watermark ``W`` a micro-batch starts under and
+    its clock are the ones :func:`trending.spark.batch_values.set_batch_params` set for ``job``
+    before the batch's first Spark job: the driver builds no plan of its own per batch.
 
     Columns: ``kind, ts, id, x, y, v, topic, partition, offset, key, value, reason, record_ts,
     headers``; ``id`` is the sensor or query id, ``v`` the reading's value or the query's
@@ -72,11 +75,9 @@ def sensor_events(
     from the batch's clock (``skew``) is ``DEAD``. An advance to ``W'`` on ``control_topic``
     (the job's ``--idle-advance``, :func:`trending.spark.clock.advance_value`) is a ``TICK`` at
     ``W' + lateness``: it counts toward the batch's newest event time, so the watermark moves to
-    at least ``W'``, and is applied nowhere. ``clock_ms``: the batch's clock (in ``foreachBatch``
-    ``current_timestamp()`` is no longer the batch's).
+    at least ``W'``, and is applied nowhere.
     """
     spark = raw.sparkSession
-    raw = raw.withColumn(CLOCK_COLUMN, batch_long(spark, clock_ms))
     readings = _decoded(
         raw.where(F.col("topic") == topics.readings), topics.reading_schema, registry,
         READING, "sensor_id", "value",
@@ -86,8 +87,9 @@ def sensor_events(
         QUERY, "query_id", "distance",
     )  # fmt: skip
     events = readings.unionByName(queries)
-    problem = F.coalesce(_problem(events), skew_reason(F.col("ts"), F.col(CLOCK_COLUMN), skew))
-    late = F.lit(False) if watermark_ms is None else F.col("ts") < batch_long(spark, watermark_ms)
+    skewed = skew_reason(F.col("ts"), batch_clock(spark, job), skew)
+    problem = F.coalesce(_problem(events), skewed)
+    late = F.col("ts") < batch_watermark(spark, job)  # null (not late) before the first event
     kind = F.when(problem.isNotNull(), F.lit(DEAD)).when(late, F.lit(LATE))
     kinds = F.coalesce(kind, F.col("kind"))
     events = events.withColumn("reason", problem).withColumn("kind", kinds)
@@ -103,7 +105,6 @@ def sensor_events(
         "topic": F.col("topic"),
         "partition": F.col("partition"),
         "offset": F.col("offset"),
-        CLOCK_COLUMN: F.col(CLOCK_COLUMN),
     }
     ticks = ctis.select(
         *(given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in events.schema)
@@ -136,7 +137,6 @@ def _decoded(
         "reason",
         F.unix_millis("timestamp").alias("record_ts"),
         "headers",
-        CLOCK_COLUMN,
     )
 
 

@@ -47,12 +47,11 @@ from pyspark.sql.types import (
 from trending.durations import parse_duration_ms
 from trending.errors import UserError
 from trending.spark.batch_state import BatchStates
-from trending.spark.batch_values import BatchParams
+from trending.spark.batch_values import WATERMARK_FUNCTION, BatchParams
 from trending.spark.hashtag_state import (
     COUNTED,
     DEAD,
     LATE,
-    WATERMARK_FUNCTION,
     HashtagState,
     _last_end,
     counted_rows,
