@@ -44,6 +44,9 @@ SIDE_COLUMNS = (
 )  # fmt: skip
 
 
+ORIGIN_ONLY = ("topic", "key", "value", "record_ts", "headers")  # null unless LATE or DEAD
+
+
 @dataclass(frozen=True)
 class SensorTopics:
     """The two input topics and the Avro schemas (JSON) of their values."""
@@ -71,8 +74,9 @@ def sensor_events(
 
     Columns: ``kind, ts, id, x, y, v, topic, partition, offset, key, value, reason, record_ts,
     headers``; ``id`` is the sensor or query id, ``v`` the reading's value or the query's
-    distance, ``record_ts`` the record's Kafka timestamp (ms). An event whose time is too far
-    from the batch's clock (``skew``) is ``DEAD``. An advance to ``W'`` on ``control_topic``
+    distance, ``record_ts`` the record's Kafka timestamp (ms); ``topic``, ``key``, ``value``,
+    ``record_ts`` and ``headers`` are null but on late and dead events. An event whose time is
+    too far from the batch's clock (``skew``) is ``DEAD``. An advance to ``W'`` on ``control_topic``
     (the job's ``--idle-advance``, :func:`trending.spark.clock.advance_value`) is a ``TICK`` at
     ``W' + lateness``: it counts toward the batch's newest event time, so the watermark moves to
     at least ``W'``, and is applied nowhere.
@@ -92,7 +96,7 @@ def sensor_events(
     late = F.col("ts") < batch_watermark(spark, job)  # null (not late) before the first event
     kind = F.when(problem.isNotNull(), F.lit(DEAD)).when(late, F.lit(LATE))
     kinds = F.coalesce(kind, F.col("kind"))
-    events = events.withColumn("reason", problem).withColumn("kind", kinds)
+    events = _origin_aside(events.withColumn("reason", problem).withColumn("kind", kinds))
     if control_topic is None:
         return events
     control = raw.where(F.col("topic") == F.lit(control_topic))
@@ -110,6 +114,17 @@ def sensor_events(
         *(given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in events.schema)
     )
     return events.unionByName(ticks)
+
+
+def _origin_aside(events: DataFrame) -> DataFrame:
+    """The record's own bytes and Kafka fields only on the events that are published again (late
+    and dead): a batch's events are cached, and the bytes of every reading would double it."""
+    aside = F.col("kind").isin(LATE, DEAD)
+    kept = [
+        F.when(aside, F.col(name)).alias(name) if name in ORIGIN_ONLY else F.col(name)
+        for name in events.columns
+    ]
+    return events.select(*kept)
 
 
 def _decoded(
