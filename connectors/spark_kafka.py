@@ -163,26 +163,33 @@ def decode_avro(
     schema_json: str,
     registry: SchemaRegistryAccess | None,
     fields: Sequence[str] | None = None,
+    *,
+    where: Column | None = None,
+    record: str = "record",
+    reason: str = "reason",
 ) -> DataFrame:
     """Add ``record`` (decoded struct or null) and ``reason`` (why it is null) to Kafka rows.
 
     Without a ``registry`` values are bare Avro bodies of ``schema_json``; with one they are in
     the Confluent wire format, of any writer schema compatible with ``schema_json``. ``fields``
-    limits the decoded struct to those fields (the others are skipped, not built).
+    limits the decoded struct to those fields (the others are skipped, not built). ``where``:
+    only the rows it holds for are decoded; the others, say another topic's read in the same
+    pass, get a null ``record`` and ``reason`` and cost no decoding.
     """
     if registry is None:
         body: Column = F.col("value")
         malformed = avro_check(df.sparkSession, schema_json, confluent=False)
-        df = df.withColumn(
-            "_early",
-            F.when(F.col("value").isNull(), F.lit("empty value")).when(
-                malformed.isNotNull(), malformed
-            ),
+        early = F.when(F.col("value").isNull(), F.lit("empty value")).when(
+            malformed.isNotNull(), malformed
         )
     else:
-        df = df.withColumn("_wire", wire_decoder(df.sparkSession, schema_json, registry))
-        df = df.withColumn("_early", F.col("_wire.reason"))
+        wire = wire_decoder(df.sparkSession, schema_json, registry)
+        df = df.withColumn("_wire", wire if where is None else F.when(where, wire))
+        early = F.col("_wire.reason")
         body = F.col("_wire.body")
+    if where is not None:  # a reason of its own keeps from_avro off the other rows
+        early = F.when(where, early).otherwise(F.lit("elsewhere"))
+    df = df.withColumn("_early", early)
     options = {"mode": "PERMISSIVE"}
     reader_schema = schema_json
     if fields is not None:
@@ -191,17 +198,16 @@ def decode_avro(
     df = df.withColumn(
         "_decoded", F.when(F.col("_early").isNull(), from_avro(body, schema_json, options))
     )
-    record = F.col("_decoded")
+    decoded_record = F.col("_decoded")
     # PERMISSIVE decoding yields a struct of nulls for bytes that do not decode: a null in a
     # field the schema declares non-nullable is how a malformed value shows.
-    missing = [record.getField(name).isNull() for name in required_fields(reader_schema)]
-    undecodable = record.isNull()
+    missing = [decoded_record.getField(name).isNull() for name in required_fields(reader_schema)]
+    undecodable = decoded_record.isNull()
     for check in missing:
         undecodable = undecodable | check
-    reason = F.coalesce(
+    why = F.coalesce(
         F.col("_early"), F.when(undecodable, F.lit("value is not valid Avro for the schema"))
     )
-    decoded = df.withColumn("reason", reason).withColumn(
-        "record", F.when(F.col("reason").isNull(), record)
-    )
+    decoded = df.withColumn(reason, why if where is None else F.when(where, why))
+    decoded = decoded.withColumn(record, F.when(F.col(reason).isNull(), decoded_record))
     return decoded.drop("_early", "_decoded", "_wire")  # a column it lacks is no error

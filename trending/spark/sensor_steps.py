@@ -68,52 +68,66 @@ def sensor_events(
 ) -> DataFrame:
     """Kafka records of both topics as events with their kind (see the module docstring).
 
-    Built once, on the streaming DataFrame: the watermark ``W`` a micro-batch starts under and
-    its clock are the ones :func:`trending.spark.batch_values.set_batch_params` set for ``job``
-    before the batch's first Spark job: the driver builds no plan of its own per batch.
+    Built once, on the streaming DataFrame, and read in one pass: the watermark ``W`` a
+    micro-batch starts under and its clock are the ones
+    :func:`trending.spark.batch_values.set_batch_params` set for ``job`` before the batch's
+    first Spark job, so the driver builds no plan of its own per batch.
 
     Columns: ``kind, ts, id, x, y, v, topic, partition, offset, key, value, reason, record_ts,
     headers``; ``id`` is the sensor or query id, ``v`` the reading's value or the query's
     distance, ``record_ts`` the record's Kafka timestamp (ms); ``topic``, ``key``, ``value``,
     ``record_ts`` and ``headers`` are null but on late and dead events. An event whose time is
-    too far from the batch's clock (``skew``) is ``DEAD``. An advance to ``W'`` on ``control_topic``
-    (the job's ``--idle-advance``, :func:`trending.spark.clock.advance_value`) is a ``TICK`` at
-    ``W' + lateness``: it counts toward the batch's newest event time, so the watermark moves to
-    at least ``W'``, and is applied nowhere.
+    too far from the batch's clock (``skew``) is ``DEAD``. An advance to ``W'`` on
+    ``control_topic`` (the job's ``--idle-advance``, :func:`trending.spark.clock.advance_value`)
+    is a ``TICK`` at ``W' + lateness``: it counts toward the batch's newest event time, so the
+    watermark moves to at least ``W'``, and is applied nowhere; the topic's other records are
+    dropped.
     """
     spark = raw.sparkSession
-    readings = _decoded(
-        raw.where(F.col("topic") == topics.readings), topics.reading_schema, registry,
-        READING, "sensor_id", "value",
+    reading = F.col("topic") == F.lit(topics.readings)
+    query = F.col("topic") == F.lit(topics.queries)
+    rows = decode_avro(
+        raw, topics.reading_schema, registry, where=reading, record="_r", reason="_r_reason"
+    )
+    rows = decode_avro(
+        rows, topics.query_schema, registry, where=query, record="_q", reason="_q_reason"
+    )
+    advance = F.lit(None).cast("long")
+    if control_topic is not None:
+        advance = F.when(F.col("topic") == F.lit(control_topic), advance_of(F.col("value")))
+        rows = rows.where(reading | query | advance.isNotNull())
+    r, q = F.col("_r"), F.col("_q")
+
+    def field(of_reading: str, of_query: str) -> Column:
+        return F.when(reading, r.getField(of_reading)).otherwise(q.getField(of_query))
+
+    events = rows.select(
+        F.when(reading, F.lit(READING)).when(query, F.lit(QUERY)).otherwise(F.lit(TICK))
+        .alias("kind"),
+        F.when(reading, F.unix_millis(r.getField("ts")))
+        .when(query, F.unix_millis(q.getField("ts")))
+        .otherwise(advance + F.lit(lateness_ms))
+        .alias("ts"),
+        field("sensor_id", "query_id").cast("long").alias("id"),
+        field("x", "x").alias("x"),
+        field("y", "y").alias("y"),
+        field("value", "distance").alias("v"),
+        "topic",
+        "partition",
+        "offset",
+        "key",
+        "value",
+        F.when(reading, F.col("_r_reason")).otherwise(F.col("_q_reason")).alias("reason"),
+        F.unix_millis("timestamp").alias("record_ts"),
+        "headers",
     )  # fmt: skip
-    queries = _decoded(
-        raw.where(F.col("topic") == topics.queries), topics.query_schema, registry,
-        QUERY, "query_id", "distance",
-    )  # fmt: skip
-    events = readings.unionByName(queries)
+    tick = F.col("kind") == F.lit(TICK)
     skewed = skew_reason(F.col("ts"), batch_clock(spark, job), skew)
-    problem = F.coalesce(_problem(events), skewed)
+    problem = F.when(~tick, F.coalesce(_problem(events), skewed))
     late = F.col("ts") < batch_watermark(spark, job)  # null (not late) before the first event
-    kind = F.when(problem.isNotNull(), F.lit(DEAD)).when(late, F.lit(LATE))
+    kind = F.when(problem.isNotNull(), F.lit(DEAD)).when(~tick & late, F.lit(LATE))
     kinds = F.coalesce(kind, F.col("kind"))
-    events = _origin_aside(events.withColumn("reason", problem).withColumn("kind", kinds))
-    if control_topic is None:
-        return events
-    control = raw.where(F.col("topic") == F.lit(control_topic))
-    ctis = control.withColumn("_advance", advance_of(F.col("value"))).where(
-        F.col("_advance").isNotNull()
-    )
-    given = {
-        "kind": F.lit(TICK),
-        "ts": F.col("_advance") + F.lit(lateness_ms),
-        "topic": F.col("topic"),
-        "partition": F.col("partition"),
-        "offset": F.col("offset"),
-    }
-    ticks = ctis.select(
-        *(given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in events.schema)
-    )
-    return events.unionByName(ticks)
+    return _origin_aside(events.withColumn("reason", problem).withColumn("kind", kinds))
 
 
 def _origin_aside(events: DataFrame) -> DataFrame:
@@ -125,34 +139,6 @@ def _origin_aside(events: DataFrame) -> DataFrame:
         for name in events.columns
     ]
     return events.select(*kept)
-
-
-def _decoded(
-    raw: DataFrame,
-    schema_json: str,
-    registry: SchemaRegistryAccess | None,
-    kind: int,
-    id_field: str,
-    v_field: str,
-) -> DataFrame:
-    decoded = decode_avro(raw, schema_json, registry)
-    record = F.col("record")
-    return decoded.select(
-        F.lit(kind).alias("kind"),
-        F.unix_millis(record.getField("ts")).alias("ts"),
-        record.getField(id_field).cast("long").alias("id"),
-        record.getField("x").alias("x"),
-        record.getField("y").alias("y"),
-        record.getField(v_field).alias("v"),
-        "topic",
-        "partition",
-        "offset",
-        "key",
-        "value",
-        "reason",
-        F.unix_millis("timestamp").alias("record_ts"),
-        "headers",
-    )
 
 
 def _not_finite(column: Column) -> Column:
