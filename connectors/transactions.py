@@ -93,6 +93,7 @@ RECOVERY_TIMEOUT_S = 150.0  # past the default transaction timeout of another jo
 RETRY_TIMEOUT_S = 300.0  # how long a batch is sent again after transient Kafka errors
 RETRY_FIRST_PAUSE_S, RETRY_MAX_PAUSE_S = 1.0, 30.0
 TXN_STEP_TIMEOUT_S = 60.0  # each of flush, send offsets, commit, abort
+POLL_EVERY = 1_000  # records produced between two polls for delivery reports
 CONNECTION_LOST = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN})
 HUNG_CALL_MARGIN_S = 5.0  # past its own timeout, a call hangs (TransactionalBatchWriter._bounded)
 RECORD_OVERHEAD = 128  # a record's bytes beyond key and value in its batch, with a margin
@@ -184,6 +185,8 @@ class TransactionalBatchWriter:
         self.committed = self._read_committed()
         self._producer_limit = int(self._config["message.max.bytes"])
         self._limits: dict[str, tuple[int, float]] = {}  # topic: limit, valid until
+        self._read_limits: dict[str, int] = {}  # the limits read from the brokers (for good)
+        self._unpolled = 0  # records produced since the producer was last polled
         self.skipped_oversized = 0  # records too large for their topic, not published
         # Whether this process still owns the job (its checkpoint lease): a fenced producer is
         # replaced, and its batch sent again, only then (see fenced). None: never.
@@ -241,11 +244,16 @@ class TransactionalBatchWriter:
     def limit_of(self, topic: str) -> int:
         """The largest record ``topic`` accepts from this producer: read once per topic; while
         it cannot be read (broker away, no permission), the producer's own limit for a minute."""
+        known = self._read_limits.get(topic)  # asked once per record: no clock read
+        if known is not None:
+            return known
         limit, until = self._limits.get(topic, (0, 0.0))
         if until < time.monotonic():
             read = topic_max_message_bytes(self._bootstrap, [topic], self._extra).get(topic)
             limit = min(read or self._producer_limit, self._producer_limit)
             self._limits[topic] = (limit, math.inf if read else time.monotonic() + 60)
+            if read:
+                self._read_limits[topic] = limit
         return limit
 
     @property
@@ -472,10 +480,14 @@ class TransactionalBatchWriter:
         while True:
             try:
                 self._producer.produce(topic, value=value, key=key, on_delivery=callback, **extra)
-                self._producer.poll(0)
+                self._unpolled += 1
+                if self._unpolled >= POLL_EVERY:  # delivery reports, served in bulk
+                    self._producer.poll(0)
+                    self._unpolled = 0
                 return
-            except BufferError:
+            except BufferError:  # the queue is full: wait for deliveries
                 self._producer.poll(0.05)
+                self._unpolled = 0
 
     def _consumer_config(self, group: str, isolation: str) -> dict[str, Any]:
         return client_config(self._bootstrap, self._extra) | {

@@ -183,3 +183,25 @@ def test_a_result_too_large_for_its_topic_is_a_dead_letter_of_its_batch() -> Non
         f"oversized result: {whole} bytes as a record of late, which accepts 4000; value cut to fit"
     )
     assert (stats.late, stats.dead) == (0, 1)
+
+
+def test_a_part_of_results_fits_only_when_its_largest_record_fits_every_topic() -> None:
+    """``all_fit``: the largest key + value + overhead against the smaller of the topics'
+    limits (here the dead-letter topic's 3,000 bytes); a null key counts no bytes."""
+    import pyarrow as pa
+
+    room = LIMITS["dlq"] - RECORD_OVERHEAD  # key and value bytes that still fit both topics
+
+    def table(pairs: list[tuple[bytes | None, bytes]]) -> Any:
+        keys, values = zip(*pairs, strict=True) if pairs else ((), ())
+        return pa.table(
+            {"key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary())}
+        )
+
+    aside = side()
+    assert aside.all_fit(table([]), ("late", "dlq"))
+    assert aside.all_fit(table([(b"k", b"v"), (b"kk", b"v" * (room - 2))]), ("late", "dlq"))
+    assert not aside.all_fit(table([(b"k", b"v"), (b"kk", b"v" * (room - 1))]), ("late", "dlq"))
+    assert aside.all_fit(table([(b"kk", b"v" * (room - 1))]), ("late",))  # 4,000 bytes there
+    assert aside.all_fit(table([(None, b"v" * room)]), ("late", "dlq"))
+    assert not aside.all_fit(table([(None, b"v" * (room + 1))]), ("dlq",))

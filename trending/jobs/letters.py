@@ -20,12 +20,12 @@ raises the ``TrendingResultTooLarge`` alert.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from connectors.avro import AvroCodec
-from connectors.transactions import Headers, OutRecord, record_size
+from connectors.transactions import RECORD_OVERHEAD, Headers, OutRecord, record_size
 
 OVERSIZED = "oversized"
 OVERSIZED_RESULT = "oversized result"
@@ -103,6 +103,18 @@ class SideOutput:
             _count_dead(stats, reason)
             return record
         return self._oversized(origin, record_size(record), self.dead_topic, stats)
+
+    def all_fit(self, table: Any, topics: Iterable[str]) -> bool:
+        """Whether every record of Arrow ``table`` (its ``key`` and ``value`` columns, no
+        headers) fits each of ``topics``: one look at the sizes instead of :meth:`result` per
+        record."""
+        import pyarrow.compute as pc
+
+        if table.num_rows == 0:
+            return True
+        sizes = [pc.fill_null(pc.binary_length(table.column(name)), 0) for name in ("key", "value")]
+        largest = pc.max(pc.add(*sizes)).as_py() + RECORD_OVERHEAD
+        return bool(largest <= min(self.limit_of(topic) for topic in topics))
 
     def result(self, record: OutRecord, batch_id: int, stats: SideStats) -> OutRecord:
         """``record``, a result of batch ``batch_id``, or a dead letter holding it when it is too

@@ -208,6 +208,7 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
                 results = encoded_output(applied.output, self.outputs)
                 side = events.where(events.kind.isin(LATE, DEAD)).select(*SIDE_COLUMNS)
                 part_bytes = self.config.collect_part_bytes
+                result_topics = (self.config.matches_topic, self.config.popular_topic)
 
                 # the batch's counts say which of the two holds rows: no Spark job for the other
                 has_results = applied.counts["matches"] + applied.counts["popular"] > 0
@@ -218,8 +219,9 @@ class SensorBatchProcessor(CommittedBatches[SensorBatchStats]):
                     # fetched in parts, and counted anew by each attempt of the transaction
                     stats.late, stats.dead, stats.dead_reasons = 0, 0, {}
                     for part in in_parts(results, part_bytes) if has_results else ():
+                        fit = aside.all_fit(part, result_topics)
                         for record in self._result_records(part):
-                            yield aside.result(record, batch_id, stats)
+                            yield record if fit else aside.result(record, batch_id, stats)
                     for part in in_parts(side, part_bytes) if has_side else ():
                         yield from self._side_records(aside, part, stats)
 
