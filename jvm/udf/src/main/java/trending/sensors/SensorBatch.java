@@ -37,6 +37,7 @@ import trending.udf.BatchValue;
 public final class SensorBatch {
   static final long PENDING = 0, INDEX = 1, CELLS = 2; // operator ids of the stores
   private static final StorageLevel CACHE = StorageLevel.MEMORY_AND_DISK();
+  private static final String ADAPTIVE = "spark.sql.adaptive.enabled";
 
   private final SparkSession spark;
   private final StateStores stores;
@@ -74,6 +75,31 @@ public final class SensorBatch {
    * numbered so far; {@code minX..maxY}: bounds of every reading position ever seen (NaN: none).
    */
   public Dataset<Row> run(Dataset<Row> events, long batchId, long watermarkMs,
+      long readingsBefore, double minX, double minY, double maxX, double maxY) {
+    // With adaptive execution, each Dataset turned into an RDD below runs its shuffle's map
+    // stage at once, as a Spark job of its own; without it the shuffles are stages of the jobs
+    // that need them, and a small batch runs half as many jobs.
+    List<org.apache.spark.sql.RuntimeConfig> confs =
+        List.of(spark.conf(), events.sparkSession().conf());
+    List<String> before = new ArrayList<>();
+    for (org.apache.spark.sql.RuntimeConfig conf : confs) {
+      before.add(conf.get(ADAPTIVE, null));
+      conf.set(ADAPTIVE, false);
+    }
+    try {
+      return runStores(events, batchId, watermarkMs, readingsBefore, minX, minY, maxX, maxY);
+    } finally {
+      for (int i = confs.size() - 1; i >= 0; i--) {
+        if (before.get(i) == null) {
+          confs.get(i).unset(ADAPTIVE);
+        } else {
+          confs.get(i).set(ADAPTIVE, before.get(i));
+        }
+      }
+    }
+  }
+
+  private Dataset<Row> runStores(Dataset<Row> events, long batchId, long watermarkMs,
       long readingsBefore, double minX, double minY, double maxX, double maxY) {
     for (LongAccumulator a : List.of(readings, queries, matches, popular, pending, written)) {
       a.reset();
