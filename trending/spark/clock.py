@@ -22,7 +22,6 @@ from trending.spark.batch_values import PARAMS_PREFIX, BatchParams
 
 FUTURE_TIMESTAMP = "future-timestamp"
 PAST_TIMESTAMP = "past-timestamp"
-CLOCK_COLUMN = "batch_clock_ms"
 CLOCK_FUNCTION = ("trending_batch_clock", "trending.state.BatchClock")
 DEFAULT_MAX_FUTURE_MS = 3_600_000
 
