@@ -42,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -184,8 +183,8 @@ class TransactionalBatchWriter:
         self._group = Consumer(self._consumer_config(transactional_id, "read_committed"))
         self.committed = self._read_committed()
         self._producer_limit = int(self._config["message.max.bytes"])
-        self._limits: dict[str, tuple[int, float]] = {}  # topic: limit, valid until
         self._read_limits: dict[str, int] = {}  # the limits read from the brokers (for good)
+        self._fallbacks: dict[str, tuple[int, float]] = {}  # unreadable topic: limit, until
         self._unpolled = 0  # records produced since the producer was last polled
         self.skipped_oversized = 0  # records too large for their topic, not published
         # Whether this process still owns the job (its checkpoint lease): a fenced producer is
@@ -247,14 +246,16 @@ class TransactionalBatchWriter:
         known = self._read_limits.get(topic)  # asked once per record: no clock read
         if known is not None:
             return known
-        limit, until = self._limits.get(topic, (0, 0.0))
-        if until < time.monotonic():
-            read = topic_max_message_bytes(self._bootstrap, [topic], self._extra).get(topic)
-            limit = min(read or self._producer_limit, self._producer_limit)
-            self._limits[topic] = (limit, math.inf if read else time.monotonic() + 60)
-            if read:
-                self._read_limits[topic] = limit
-        return limit
+        limit, until = self._fallbacks.get(topic, (0, 0.0))
+        if until >= time.monotonic():
+            return limit
+        read = topic_max_message_bytes(self._bootstrap, [topic], self._extra).get(topic)
+        if read:
+            self._read_limits[topic] = min(read, self._producer_limit)
+            self._fallbacks.pop(topic, None)
+            return self._read_limits[topic]
+        self._fallbacks[topic] = (self._producer_limit, time.monotonic() + 60)
+        return self._producer_limit
 
     @property
     def last_committed(self) -> int:

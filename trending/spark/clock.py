@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from trending.spark.batch_values import PARAMS_PREFIX, BatchParams
+from trending.spark.batch_values import BatchParams, set_batch_params
 
 FUTURE_TIMESTAMP = "future-timestamp"
 PAST_TIMESTAMP = "past-timestamp"
@@ -58,7 +58,7 @@ def batch_clock(spark: SparkSession, job: str) -> Column:
 def set_batch_clock(spark: SparkSession, job: str, clock_ms: int) -> None:
     """Give the tasks of ``job``'s next Spark jobs the clock ``clock_ms`` (:func:`batch_clock`):
     Spark hands the session's ``spark.*`` settings to the tasks of each query it runs."""
-    spark.conf.set(PARAMS_PREFIX + job, BatchParams(None, {}, clock_ms).text())
+    set_batch_params(spark, job, BatchParams(None, {}, clock_ms))
 
 
 def skew_reason(event_ms: Column, clock_ms: Column, skew: ClockSkew) -> Column:

@@ -46,8 +46,8 @@ from pyspark.sql.avro.functions import to_avro
 
 from connectors.kafka_settings import SchemaRegistryAccess
 from connectors.spark_kafka import decode_avro
-from trending.spark.batch_values import PARAMS_PREFIX, WATERMARK_FUNCTION, BatchParams
-from trending.spark.clock import CLOCK_FUNCTION, NOT_AN_ADVANCE, ClockSkew, advance_of, skew_reason
+from trending.spark.batch_values import BatchParams, batch_watermark, set_batch_params
+from trending.spark.clock import NOT_AN_ADVANCE, ClockSkew, advance_of, batch_clock, skew_reason
 from trending.text.bounds import TweetBounds
 from trending.windows.sliding import SlidingWindows
 
@@ -80,11 +80,10 @@ def bounds_reason(bounds: TweetBounds, text: Column) -> Column:
 
 
 def register_functions(spark: SparkSession) -> None:
-    """Register the JVM functions the lateness, clock and bounds tests call."""
-    from pyspark.sql.types import LongType, StringType
+    """Register the JVM function the bounds test calls (the lateness and clock tests register
+    theirs: :func:`batch_watermark`, :func:`batch_clock`)."""
+    from pyspark.sql.types import StringType
 
-    for name, java_class in (WATERMARK_FUNCTION, CLOCK_FUNCTION):
-        spark.udf.registerJavaFunction(name, java_class, LongType())
     spark.udf.registerJavaFunction(*BOUNDS_FUNCTION, StringType())
 
 
@@ -111,8 +110,8 @@ def hashtag_records(
         control = F.coalesce(F.col("topic") == F.lit(control_topic), F.lit(False))
     advance_ms = advance_of(F.col("value")) + F.lit(lateness_ms)
     event_ms = F.when(control, advance_ms).otherwise(F.unix_millis(F.col("record.created_at")))
-    watermark = F.call_function(WATERMARK_FUNCTION[0], F.lit(job))
-    clock = F.call_function(CLOCK_FUNCTION[0], F.lit(job))
+    watermark = batch_watermark(raw.sparkSession, job)
+    clock = batch_clock(raw.sparkSession, job)
     skewed = skew_reason(event_ms, clock, skew)
     # the bounds' reason in a column of its own: computed once per record, only for decoded ones
     decoded = decoded.withColumn(
@@ -184,7 +183,7 @@ class HashtagState:
 
     def prepare(self, batch: DataFrame, params: BatchParams) -> None:
         """Set ``params`` for the tasks of the next job run on ``batch``; clear the figures."""
-        batch.sparkSession.conf.set(PARAMS_PREFIX + self.job, params.text())
+        set_batch_params(batch.sparkSession, self.job, params)
         self._java.resetFigures()
 
     def candidates(self, batch: DataFrame) -> list[tuple[int, str, int]]:

@@ -47,7 +47,7 @@ from pyspark.sql.types import (
 from trending.durations import parse_duration_ms
 from trending.errors import UserError
 from trending.spark.batch_state import BatchStates
-from trending.spark.batch_values import WATERMARK_FUNCTION, BatchParams
+from trending.spark.batch_values import BatchParams, batch_watermark
 from trending.spark.hashtag_state import (
     COUNTED,
     DEAD,
@@ -344,7 +344,6 @@ class SlidingTopK:
         if self._state is None:
             s = self.settings
             self._state = HashtagState(spark, s.windows, self.job, self._keys_from_text)
-            spark.udf.registerJavaFunction(*WATERMARK_FUNCTION, LongType())
         return self._state
 
     def _records(self, df: DataFrame, key: str, time: str) -> DataFrame:
@@ -365,7 +364,7 @@ class SlidingTopK:
                 f"not a {kind_of_time.simpleString()}"
             )
         self._columns = df.schema
-        watermark = F.call_function(WATERMARK_FUNCTION[0], F.lit(self.job))
+        watermark = batch_watermark(df.sparkSession, self.job)
         windows = self.settings.windows
         kind = F.when(event_ms.isNull(), F.lit(DEAD)).when(
             _last_end(event_ms, windows) <= watermark, F.lit(LATE)

@@ -78,23 +78,19 @@ public final class SensorBatch {
       long readingsBefore, double minX, double minY, double maxX, double maxY) {
     // With adaptive execution, each Dataset turned into an RDD below runs its shuffle's map
     // stage at once, as a Spark job of its own; without it the shuffles are stages of the jobs
-    // that need them: 11 Spark jobs a micro-batch instead of 17.
-    List<org.apache.spark.sql.RuntimeConfig> confs =
-        List.of(spark.conf(), events.sparkSession().conf());
-    List<String> before = new ArrayList<>();
-    for (org.apache.spark.sql.RuntimeConfig conf : confs) {
-      before.add(conf.get(ADAPTIVE, null));
-      conf.set(ADAPTIVE, false);
-    }
+    // that need them: 11 Spark jobs a micro-batch instead of 17. Only the micro-batch's session
+    // (on which every Dataset below is built) goes without it, and only while they are built
+    // and run: the job's own session, which other queries may share, is left alone.
+    org.apache.spark.sql.RuntimeConfig conf = events.sparkSession().conf();
+    String before = conf.get(ADAPTIVE, null);
+    conf.set(ADAPTIVE, false);
     try {
       return runStores(events, batchId, watermarkMs, readingsBefore, minX, minY, maxX, maxY);
     } finally {
-      for (int i = confs.size() - 1; i >= 0; i--) {
-        if (before.get(i) == null) {
-          confs.get(i).unset(ADAPTIVE);
-        } else {
-          confs.get(i).set(ADAPTIVE, before.get(i));
-        }
+      if (before == null) {
+        conf.unset(ADAPTIVE);
+      } else {
+        conf.set(ADAPTIVE, before);
       }
     }
   }
@@ -116,15 +112,17 @@ public final class SensorBatch {
         PENDING, batchId, PendingEvents.KEY, 0, PendingEvents.VALUE,
         new PendingEvents(watermarkMs, pending, written), Row.class, Row.class));
     released.count();
-    Dataset<Row> applicable = now.union(spark.createDataFrame(released, Events.EVENT));
+    Dataset<Row> applicable =
+        now.union(events.sparkSession().createDataFrame(released, Events.EVENT));
     JavaRDD<Row> cellInput = perSensor
         ? perSensorInput(applicable, batchId, extent)
         : globalInput(applicable, batchId, readingsBefore, extent);
-    JavaRDD<Row> byCell = spark.createDataFrame(cellInput, CellInput.SCHEMA)
+    JavaRDD<Row> byCell = events.sparkSession().createDataFrame(cellInput, CellInput.SCHEMA)
         .repartition(stores.partitions(), col("cell")).javaRDD();
     JavaRDD<Row> output = stores.run(spark, byCell, CELLS, batchId, CellReading.KEY, 1,
         CellReading.VALUE, new Cells(threshold, matches, popular, written), Row.class, Row.class);
-    Dataset<Row> result = spark.createDataFrame(output, Cells.OUTPUT).persist(CACHE);
+    Dataset<Row> result =
+        events.sparkSession().createDataFrame(output, Cells.OUTPUT).persist(CACHE);
     cached.add(result::unpersist);
     result.count();
     return result;
@@ -172,7 +170,8 @@ public final class SensorBatch {
       });
       return out.iterator();
     }, true);
-    JavaRDD<Row> bySeq = spark.createDataFrame(operations, WindowIndex.OPERATION)
+    JavaRDD<Row> bySeq = applicable.sparkSession()
+        .createDataFrame(operations, WindowIndex.OPERATION)
         .repartition(stores.partitions(), col("seq")).javaRDD();
     JavaRDD<Row> notices = stores.run(spark, bySeq, INDEX, batchId, WindowIndex.KEY, 0,
         WindowIndex.VALUE, new WindowIndex.Global(written), Row.class, Row.class);
