@@ -108,40 +108,51 @@ def hashtag_records(
     control = F.lit(False)
     if control_topic is not None:
         control = F.coalesce(F.col("topic") == F.lit(control_topic), F.lit(False))
-    advance_ms = advance_of(F.col("value")) + F.lit(lateness_ms)
-    event_ms = F.when(control, advance_ms).otherwise(F.unix_millis(F.col("record.created_at")))
     watermark = batch_watermark(raw.sparkSession, job)
     clock = batch_clock(raw.sparkSession, job)
-    skewed = skew_reason(event_ms, clock, skew)
-    # the bounds' reason in a column of its own: computed once per record, only for decoded ones
-    decoded = decoded.withColumn(
-        "_bound", F.when(F.col("record").isNotNull(), bounds_reason(bounds, F.col("record.text")))
+    # Each value the others test is a column of its own, named where it is read. Written out
+    # in every expression that used it, the plan held the event time twenty times over, and
+    # Spark optimises the plan, generates its code and serialises it anew every micro-batch.
+    decoded = decoded.withColumns(
+        {
+            "_control": control,
+            "_advance": F.when(control, advance_of(F.col("value")) + F.lit(lateness_ms)),
+            # computed once per record, only for decoded ones
+            "_bound": F.when(
+                F.col("record").isNotNull(), bounds_reason(bounds, F.col("record.text"))
+            ),
+        }
     )
-    unfit = F.col("record").isNull() | skewed.isNotNull() | F.col("_bound").isNotNull()
+    is_control, advance_ms = F.col("_control"), F.col("_advance")
+    event_ms = F.when(is_control, advance_ms).otherwise(F.unix_millis(F.col("record.created_at")))
+    decoded = decoded.withColumn("_event_ms", event_ms)
+    decoded = decoded.withColumn("_skew", skew_reason(F.col("_event_ms"), clock, skew))
+    unfit = F.col("record").isNull() | F.col("_skew").isNotNull() | F.col("_bound").isNotNull()
     kind = (
-        F.when(control, F.when(advance_ms.isNull(), F.lit(DEAD)))
+        F.when(is_control, F.when(advance_ms.isNull(), F.lit(DEAD)))
         .when(unfit, F.lit(DEAD))
-        .when(_last_end(event_ms, windows) <= watermark, F.lit(LATE))
+        .when(_last_end(F.col("_event_ms"), windows) <= watermark, F.lit(LATE))
     )
-    reason = F.when(control, F.when(advance_ms.isNull(), F.lit(NOT_AN_ADVANCE))).otherwise(
-        F.coalesce(F.col("reason"), skewed, F.col("_bound"))
+    reason = F.when(is_control, F.when(advance_ms.isNull(), F.lit(NOT_AN_ADVANCE))).otherwise(
+        F.coalesce(F.col("reason"), F.col("_skew"), F.col("_bound"))
     )
-    decoded = decoded.withColumn("reason", reason)
+    decoded = decoded.withColumns({"reason": reason, "_kind": F.coalesce(kind, F.lit(COUNTED))})
+    aside = F.col("_kind") != F.lit(COUNTED)  # late or dead
     records = decoded.select(
-        F.coalesce(kind, F.lit(COUNTED)).alias("kind"),
-        event_ms.alias("event_ms"),
-        F.when(control, F.lit("")).otherwise(F.col("record.text")).alias("text"),
-        F.when(control, F.timestamp_millis(advance_ms))
+        F.col("_kind").alias("kind"),
+        F.col("_event_ms").alias("event_ms"),
+        F.when(is_control, F.lit("")).otherwise(F.col("record.text")).alias("text"),
+        F.when(is_control, F.timestamp_millis(advance_ms))
         .otherwise(F.col("record.created_at"))
         .alias("created_at"),
         "partition",
         "offset",
         # the record's own bytes only where they are published again: late and dead records
-        F.when(kind.isNotNull(), F.col("key")).alias("record_key"),
-        F.when(kind.isNotNull(), F.col("value")).alias("value"),
+        F.when(aside, F.col("key")).alias("record_key"),
+        F.when(aside, F.col("value")).alias("value"),
         "reason",
-        F.when(kind.isNotNull(), F.unix_millis("timestamp")).alias("record_ts"),
-        F.when(kind.isNotNull(), F.col("headers")).alias("headers"),
+        F.when(aside, F.unix_millis("timestamp")).alias("record_ts"),
+        F.when(aside, F.col("headers")).alias("headers"),
     )
     on_time = F.when(F.col("kind") == COUNTED, F.col("created_at"))
     return records.withColumn("on_time_at", on_time).withWatermark(
