@@ -256,7 +256,6 @@ class SlidingTopK:
         spark = df.sparkSession
         check_spark(spark, "none")
         use_project_classes(spark)
-        self.engine(spark)  # registers the function the records' lateness test calls
         return self.count_records(self._records(df, key, time))
 
     def count_records(self, records: DataFrame) -> DataFrame:
