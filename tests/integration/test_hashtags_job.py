@@ -618,30 +618,76 @@ def test_the_candidates_of_a_batch_are_each_window_s_top_k_and_every_side_row(sp
         check_candidates(candidates.collect(), counted, side, k)
 
 
-def test_a_batch_s_counted_rows_reach_the_driver_whole_and_its_side_rows_stay(spark: Any) -> None:
-    """What the driver's merge reads of a micro-batch (``HashtagState.candidates``): every
-    window-count row, with tags outside the BMP, combining marks and long tags intact, and none
-    of the late or dead rows, from rows spread over several tasks."""
+def test_a_batch_s_best_counts_reach_the_driver_and_its_side_rows_stay(spark: Any) -> None:
+    """What the driver's merge reads of a micro-batch (``HashtagState.collect``): each task's k
+    best window-count rows per window (count desc, tag by code point), with tags outside the BMP,
+    combining marks and long tags intact; every late or dead row, read after the counts without
+    running the batch's plan again (a micro-batch's plan updates the state store)."""
     from pyspark.sql.types import StructType
 
-    from trending.spark.hashtag_state import unpack_candidates
+    from trending.spark.hashtag_state import SIDE_COLUMNS, HashtagState
+    from trending.windows.sliding import SlidingWindows
 
     rng = random.Random(11)
-    tags = ["a", "\U00020000", "e\u0301", "\u00e9", "x" * 70_000, "#", "\u05d0\u05d1"]
+    tags = ["a", "\U00020000", "\ufa0e", "e\u0301", "\u00e9", "x" * 70_000, "#", "\u05d0\u05d1"]
     schema = StructType.fromJson(
         json.loads(spark.sparkContext._jvm.trending.state.HashtagState.OUTPUT.json())
     )
+    starts = (-60_000, 0, 2**40)
     counted = [
-        (0, rng.choice((-60_000, 0, 2**40)), tag, rng.randrange(1, 2**40), *[None] * 7)
-        for tag in tags * 3
-    ]
-    side = [(kind, None, None, None, 1, offset, None, b"v", "late", 7, None)
-            for kind, offset in ((1, 10), (2, 12))]  # fmt: skip
-    frame = spark.createDataFrame(counted + side, schema).repartition(3)
-    collect = spark.sparkContext._jvm.trending.state.TopCandidates.collectCounted
-    got = unpack_candidates(bytes(collect(frame._jdf)))
-    assert sorted(got) == sorted((start, tag, count) for _, start, tag, count, *_ in counted)
-    assert unpack_candidates(bytes(collect(spark.createDataFrame(side, schema)._jdf))) == []
+        (0, start, tag, rng.choice((5, 9, 9, 2**40)), *[None] * 7)
+        for start in starts
+        for tag in tags + [f"t{i}" for i in range(6)]
+    ]  # each (window, tag) once, as the state emits it; many ties at the cut
+    # a window cut by tag alone, where code point order (U+FA0E first) and UTF-16's differ
+    counted += [(0, 120_000, tag, 9, *[None] * 7) for tag in ("\U00020000", "\ufa0e", "z", "zz")]
+    side = [(kind, None, None, None, 1, offset, None, b"v" * offset, "late", 7, None)
+            for kind, offset in ((1, 10), (2, 12), (1, 3_000))]  # fmt: skip
+    rows = counted + side
+    rng.shuffle(rows)
+    k = 3
+
+    def best(rows: Any) -> dict[int, list[tuple[str, int]]]:
+        by_window: dict[int, list[tuple[str, int]]] = {}
+        for _, start, tag, count, *_ in rows:
+            by_window.setdefault(start, []).append((tag, count))
+        # Python orders str by code point, as Spark orders UTF-8 bytes
+        return {w: sorted(v, key=lambda tc: (-tc[1], tc[0]))[:k] for w, v in by_window.items()}
+
+    def per_task(slices: int) -> list[list[Any]]:
+        return spark.sparkContext.parallelize(rows, slices).glom().collect()  # type: ignore[no-any-return]
+
+    state = HashtagState(spark, SlidingWindows(60_000, 60_000), "collect-test")
+    at = [schema.fieldNames().index(name) for name in SIDE_COLUMNS]
+    for slices in (1, 3):
+        runs = spark.sparkContext.accumulator(0)
+
+        def once(row: Any, runs: Any = runs) -> Any:
+            runs.add(1)
+            return row
+
+        batch = spark.createDataFrame(
+            spark.sparkContext.parallelize(rows, slices).map(once), schema
+        )
+        with state.collect(batch, k) as collected:
+            got = collected.counted()
+            read = [tuple(r) for r in collected.side().collect()]
+            assert collected.side().count() == len(side)
+        expected = [
+            (start, tag, count)
+            for task in per_task(slices)
+            for start, pairs in best(r for r in task if r[0] == 0).items()
+            for tag, count in pairs
+        ]
+        assert sorted(got) == sorted(expected)
+        assert sorted(read) == sorted(tuple(row[i] for i in at) for row in side)
+        assert runs.value == len(rows)  # the batch ran once
+    # the union of the tasks' candidates holds each window's k best
+    got_best = best((0, s, t, c) for s, t, c in got)
+    assert got_best == best(r for r in counted)
+
+    with state.collect(spark.createDataFrame(side, schema), k) as collected:
+        assert collected.counted() == []
 
 
 def check_candidates(got: list[Any], counted: list[Any], side: list[Any], k: int) -> None:

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 COUNTED, LATE, DEAD = 0, 1, 2
 BOUNDS_FUNCTION = ("trending_hashtag_bounds", "trending.udf.HashtagBounds")
 STATE_CLASS = "trending.state.HashtagState"
-CANDIDATES_CLASS = "trending.state.TopCandidates"
+COLLECTED_CLASS = "trending.state.CollectedBatch"
 SIDE_COLUMNS = ("kind", "partition", "offset", "key", "value", "reason", "record_ts", "headers")
 
 
@@ -179,28 +179,30 @@ class HashtagState:
         self._java: JavaObject = getattr(jvm, STATE_CLASS)(
             windows.size_ms, windows.hop_ms, windows.align_ms, job, keys_from_text
         )
-        self._candidates: Any = getattr(jvm, CANDIDATES_CLASS)  # looked up once, not per batch
+        self._collected: Any = getattr(jvm, COLLECTED_CLASS)  # looked up once, not per batch
 
     def apply(self, records: DataFrame) -> DataFrame:
         """Window-count rows and passed-through late/dead rows of streaming ``records``."""
         return DataFrame(self._java.apply(records._jdf), records.sparkSession)
 
     def warm(self, records: DataFrame, k: int) -> None:
-        """Run the whole per-batch plan (counting, state store, :func:`task_candidates`) on batch
-        ``records`` into a no-op sink, with a state store dropped after it (JIT before batch 0)."""
+        """Run the whole per-batch step (counting, state store, :meth:`collect`) on batch
+        ``records``, with a state store dropped after it (JIT before batch 0)."""
         self.prepare(records, BatchParams(None, {}, clock_ms=int(time.time() * 1000)))
         counts = DataFrame(self._java.batchCounts(records._jdf), records.sparkSession)
-        task_candidates(counts, k).write.format("noop").mode("overwrite").save()
+        with self.collect(counts, k) as collected:
+            collected.counted()
 
     def prepare(self, batch: DataFrame, params: BatchParams) -> None:
         """Set ``params`` for the tasks of the next job run on ``batch``; clear the figures."""
         set_batch_params(batch.sparkSession, self.job, params)
         self._java.resetFigures()
 
-    def candidates(self, batch: DataFrame) -> list[tuple[int, str, int]]:
-        """``(window_start, tag, count)`` of the window-count rows of micro-batch ``batch`` of
-        :func:`task_candidates`, collected in one call (``TopCandidates.collectCounted``)."""
-        return unpack_candidates(bytes(self._candidates.collectCounted(batch._jdf)))
+    def collect(self, batch: DataFrame, k: int) -> CollectedCandidates:
+        """Run micro-batch ``batch`` of :meth:`apply` once: each task's ``k`` best window-count
+        rows per window come to the driver, the side rows stay on the executors until read or
+        closed."""
+        return CollectedCandidates(self._collected.run(batch._jdf, k), batch.sparkSession)
 
     def figures(self) -> StepFigures:
         """What the tasks of the batch just run counted."""
@@ -210,6 +212,37 @@ class HashtagState:
             None if newest == -(2**63) else newest,
             int(self._java.sideRowCount()),
         )
+
+
+class CollectedCandidates:
+    """A micro-batch of :meth:`HashtagState.apply`, run once (``trending.state.CollectedBatch``):
+    each task's ``k`` best window-count rows per window on the driver (their union holds each
+    window's ``k`` best, all the driver's merge needs), the late and dead rows kept on the
+    executors (spilled to disk when memory is short) until :meth:`close`. The batch's plan
+    updates the state store, so it must not run again; caching it as a DataFrame instead would
+    build columnar batches of every row and plan each read of the cache anew."""
+
+    def __init__(self, java: Any, spark: SparkSession) -> None:
+        self._java = java
+        self._spark = spark
+
+    def __enter__(self) -> CollectedCandidates:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def counted(self) -> list[tuple[int, str, int]]:
+        """``(window_start, tag, count)`` of the tasks' ``k`` best per window."""
+        return unpack_candidates(bytes(self._java.counted()))
+
+    def side(self) -> DataFrame:
+        """The late and dead rows (:data:`SIDE_COLUMNS`)."""
+        return side_rows(DataFrame(self._java.side(), self._spark))
+
+    def close(self) -> None:
+        """Drop the executors' copies of the side rows."""
+        self._java.close()
 
 
 class StepFigures(NamedTuple):
@@ -244,7 +277,7 @@ def task_candidates(rows: DataFrame, k: int) -> DataFrame:
 
 
 def unpack_candidates(packed: bytes) -> list[tuple[int, str, int]]:
-    """``(window_start, tag, count)`` rows of ``TopCandidates.collectCounted``'s bytes: per row a
+    """``(window_start, tag, count)`` rows of ``CollectedBatch.counted``'s bytes: per row a
     big-endian long, the tag's UTF-8 length (int) and bytes, and a long."""
     rows = []
     at, end = 0, len(packed)

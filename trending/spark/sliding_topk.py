@@ -30,7 +30,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -52,11 +51,10 @@ from trending.spark.hashtag_state import (
     COUNTED,
     DEAD,
     LATE,
+    CollectedCandidates,
     HashtagState,
     _last_end,
     counted_rows,
-    side_rows,
-    task_candidates,
     top_candidates,
 )
 from trending.spark.project_classes import use_project_classes
@@ -138,16 +136,17 @@ class MergedBatch:
     updates: list[TopKUpdate]  # revisions of changed windows, finals of closed ones, in order
     counted: int  # keys counted (on time)
     newest_event_ms: int | None  # newest event time counted
-    cached: DataFrame  # the micro-batch, cached while the merge's block runs
+    collected: CollectedCandidates  # the micro-batch, run once; its side rows kept while the
+    # merge's block runs
     side_rows: int  # late and dead rows, or more (never fewer): 0 when there are none to read
     phases: dict[str, float] = field(default_factory=dict)  # seconds: "spark", "windows"
 
     @property
     def side(self) -> DataFrame:
-        """The late and dead rows (``SIDE_COLUMNS``), read from the cached batch. Built only
+        """The late and dead rows (``SIDE_COLUMNS``), from the executors' copies. Built only
         when asked for: a DataFrame costs an analysis (tens of ms) every micro-batch, and most
         batches have no side rows."""
-        return side_rows(self.cached)
+        return self.collected.side()
 
 
 class SlidingTopK:
@@ -261,11 +260,11 @@ class SlidingTopK:
     def count_records(self, records: DataFrame) -> DataFrame:
         """The engine's half on the executors, on records already in its form
         (``PaneCombiner.INPUT_COLUMNS``: ``kind``, ``event_ms``, ``text``, the source's
-        coordinates, ``reason``, and a watermark on ``on_time_at``): per window and task the
-        <= k best changed keys, and the late and dead rows. :meth:`counts` builds those
+        coordinates, ``reason``, and a watermark on ``on_time_at``): the changed window counts
+        that can enter a window's top-k, and the late and dead rows. :meth:`counts` builds those
         records from a DataFrame's columns; the hashtags job from Kafka's tweets."""
         state = self.engine(records.sparkSession)
-        return task_candidates(state.apply(records), self.settings.k)
+        return state.apply(records)
 
     @contextmanager
     def merge(
@@ -273,27 +272,24 @@ class SlidingTopK:
     ) -> Iterator[MergedBatch]:
         """Run micro-batch ``batch`` of :meth:`count_records` and merge its candidates into
         ``merger`` (the last top-k of each open window, which the caller keeps from batch to
-        batch): the tasks cut their candidates at each window's k-th count, the driver merges
-        them. ``batch`` stays cached while the block runs, so its side rows
-        (:attr:`MergedBatch.side`) are read without running the plan again. ``clock_ms``:
-        the batch's processing time, for a clock-skew test in the records (the job's)."""
+        batch): each task cuts its candidates at each window's k-th count, the driver merges
+        them. ``batch`` runs once; its side rows (:attr:`MergedBatch.side`) stay on the
+        executors while the block runs, so they are read without running the plan again.
+        ``clock_ms``: the batch's processing time, for a clock-skew test in the records (the
+        job's)."""
         spark = batch.sparkSession
         state = self.engine(spark)
         state.prepare(batch, BatchParams(merger.watermark_ms, merger.thresholds(), clock_ms))
         started = clock.monotonic()
-        cached = batch.persist(StorageLevel.MEMORY_AND_DISK)  # the plan runs once
-        try:
-            candidates = state.candidates(cached)
-            figures = state.figures()  # before anything reads the cache again
+        with state.collect(batch, self.settings.k) as collected:  # the plan runs once
+            figures = state.figures()
             newest = figures.newest_event_ms
-            merged = MergedBatch([], figures.counted, newest, cached, figures.side_rows)
+            merged = MergedBatch([], figures.counted, newest, collected, figures.side_rows)
             merged.phases["spark"] = clock.monotonic() - started
             started = clock.monotonic()
-            merged.updates = merger.apply_batch(candidates, newest)
+            merged.updates = merger.apply_batch(collected.counted(), newest)
             merged.phases["windows"] = clock.monotonic() - started
             yield merged
-        finally:
-            cached.unpersist()
 
     def batches(
         self,

@@ -1,10 +1,5 @@
 package trending.state;
 
-import java.io.ByteArrayOutputStream;
-import java.io.DataOutputStream;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -17,7 +12,6 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoder;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.functions;
 
 /**
  * The {@code k} best window-count rows of each window ({@link HashtagState#OUTPUT}): count
@@ -64,34 +58,6 @@ public final class TopCandidates implements MapPartitionsFunction<Row, Row> {
   public static Dataset<Row> perTask(Dataset<Row> rows, int k) {
     Encoder<Row> sameRows = Encoders.row(rows.schema());
     return rows.mapPartitions(new TopCandidates(k), sameRows);
-  }
-
-  /**
-   * The window-count rows of a micro-batch of {@link #perTask}, collected to the driver as one
-   * byte array: for each row its window start (8 bytes), its tag's UTF-8 length (4 bytes) and
-   * bytes, and its count (8 bytes), big-endian. One call from Python instead of a DataFrame
-   * built, planned and collected through Arrow for at most {@code tasks × k} rows per window:
-   * each of those steps costs a micro-batch tens of milliseconds of fixed time.
-   */
-  public static byte[] collectCounted(Dataset<Row> batch) {
-    List<Row> rows =
-        batch
-            .where(functions.col("kind").equalTo(HashtagPaneProcessor.COUNTED))
-            .select("window_start", "tag", "count")
-            .collectAsList();
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream(32 * rows.size() + 16);
-    try (DataOutputStream out = new DataOutputStream(bytes)) {
-      for (Row row : rows) {
-        out.writeLong(row.getLong(0));
-        byte[] tag = row.getString(1).getBytes(StandardCharsets.UTF_8);
-        out.writeInt(tag.length);
-        out.write(tag);
-        out.writeLong(row.getLong(2));
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e); // a ByteArrayOutputStream does not fail
-    }
-    return bytes.toByteArray();
   }
 
   @Override
