@@ -265,17 +265,6 @@ def top_candidates(rows: DataFrame, k: int) -> DataFrame:
     return DataFrame(jvm.trending.state.TopCandidates.apply(rows._jdf, k), rows.sparkSession)
 
 
-def task_candidates(rows: DataFrame, k: int) -> DataFrame:
-    """Per task and window the ``k`` best counts, and every side row, in ``rows``' partitions.
-
-    The union over the tasks holds each window's ``k`` best, which is all a micro-batch's driver
-    merge (``top_k(last top-k ∪ candidates)``) needs: no extra stage, and the driver collects
-    at most ``partitions × k`` rows per window.
-    """
-    jvm: Any = rows.sparkSession.sparkContext._jvm
-    return DataFrame(jvm.trending.state.TopCandidates.perTask(rows._jdf, k), rows.sparkSession)
-
-
 def unpack_candidates(packed: bytes) -> list[tuple[int, str, int]]:
     """``(window_start, tag, count)`` rows of ``CollectedBatch.counted``'s bytes: per row a
     big-endian long, the tag's UTF-8 length (int) and bytes, and a long."""

@@ -31,8 +31,8 @@ import scala.Function0;
  * rows stay on the executors until read ({@link #side}) or {@link #close closed}.
  *
  * <p>The driver merges the tasks' candidates into each window's last top-k ({@code top_k(last ∪
- * candidates)}), so a task's {@code k} best per window are all it needs, as {@link
- * TopCandidates#perTask} would cut them (count descending, then tag by code point). The cut
+ * candidates)}), so a task's {@code k} best per window are all it needs, cut as {@link
+ * TopCandidates} cuts them (count descending, then tag by code point). The cut
  * happens here, not as a step of the streaming plan: a plan step of {@code Row}s brings two
  * encoders of every column into the plan that Spark analyses, optimizes and compiles again every
  * micro-batch.

@@ -21,11 +21,10 @@ import org.apache.spark.sql.Row;
  * heap ({@code O(n log k)} where a sort would be {@code O(n log n)}); the global top {@code k} of
  * a window is among the union of the tasks' top {@code k}.
  *
- * <p>{@link #perTask} stops there: a micro-batch's driver merges the union into each window's
- * last top-k anyway ({@code top_k(last ∪ candidates)}), so a second, single-task stage would only
- * add a shuffle and a task to every batch; the driver collects at most {@code partitions × k}
- * rows per window. {@link #apply} adds that stage, for a plan whose result must be exactly the
- * {@code k} best per window.
+ * <p>{@link #apply} then keeps the {@code k} best of those in one task, for a plan whose result
+ * must be exactly the {@code k} best per window (a batch DataFrame's top-k). A micro-batch needs
+ * only the tasks' cut, which {@link CollectedBatch} makes as it collects: its driver merges the
+ * union into each window's last top-k anyway.
  */
 public final class TopCandidates implements MapPartitionsFunction<Row, Row> {
   private static final long serialVersionUID = 1L;
@@ -55,7 +54,7 @@ public final class TopCandidates implements MapPartitionsFunction<Row, Row> {
    * {@code rows} narrowed, in each of its partitions, to that partition's {@code k} best
    * window-count rows per window: a narrow step, run in the tasks that make {@code rows}.
    */
-  public static Dataset<Row> perTask(Dataset<Row> rows, int k) {
+  private static Dataset<Row> perTask(Dataset<Row> rows, int k) {
     Encoder<Row> sameRows = Encoders.row(rows.schema());
     return rows.mapPartitions(new TopCandidates(k), sameRows);
   }
